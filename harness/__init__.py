@@ -1,0 +1,3 @@
+"""harness: regression tracking for GPU kernels across Triton compiler stacks."""
+
+__version__ = "0.1.0"

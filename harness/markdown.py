@@ -1,0 +1,145 @@
+"""PR-comment markdown for a comparison: summary first, regressions and TOT failures next, the rest folded.
+
+The first line is a hidden marker so a bot can find and update its one comment per pull request.
+GitHub rejects comments over 65,536 characters; the renderer drops table rows (never the summary) to fit
+and says so, pointing at the full artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+
+from harness.compare import Comparison
+from harness.envinfo import side_by_side
+
+MARKER = "<!-- harness:perf-compare -->"
+GITHUB_LIMIT = 65_536
+SHAPE = ("B", "M", "N", "K", "dtype")
+
+
+def _cell(v: object, spec: str = "") -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return ""
+    s = format(v, spec) if spec else str(v)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def _header(df: pd.DataFrame, with_note: bool) -> str:
+    shape = [c for c in SHAPE if c in df.columns]
+    cols = ["kernel", "case_id", *shape, "golden µs", "TOT µs", "Δ%", "limit µs", "verdict"]
+    if with_note:
+        cols.append("note")
+    return "| " + " | ".join(cols) + " |\n|" + "|".join("---" for _ in cols) + "|\n"
+
+
+def _rows(df: pd.DataFrame, with_note: bool) -> Iterator[str]:
+    """Table rows, made lazily: a million-case comparison renders only the rows that fit."""
+    shape = [c for c in SHAPE if c in df.columns]
+    for r in df.itertuples(index=False):
+        d = r._asdict()
+        verdict = d["verdict"]
+        cells = [
+            _cell(d["kernel"]),
+            _cell(d["case_id"]),
+            *[_cell(d[c]) for c in shape],
+            _cell(d["golden_us"], ".2f"),
+            _cell(d["tot_us"], ".2f"),
+            _cell(d["delta_pct"], "+.1f"),
+            _cell(d["limit_us"], ".2f"),
+            f"**{verdict}**" if verdict in ("regression", "failed_in_tot") else verdict,
+        ]
+        if with_note:
+            cells.append(_cell(d.get("note", ""))[:160])
+        yield "| " + " | ".join(cells) + " |\n"
+
+
+def render_markdown(
+    cmp: Comparison,
+    *,
+    limit: int = GITHUB_LIMIT,
+    artifact: str = "the compare.csv artifact",
+    title: str = "Kernel performance: golden vs TOT",
+) -> str:
+    t = cmp.table
+    counts = cmp.counts()
+    reg, fail = counts["regression"], counts["failed_in_tot"]
+    status = "✅ no regressions" if reg + fail == 0 else f"❌ {reg} regressions, {fail} TOT failures"
+    parts = [
+        MARKER + "\n",
+        f"## {title}\n\n",
+        f"**{status}** across {len(t)} cases.  \n",
+        f"Rule: {cmp.rule.describe()}.\n\n",
+    ]
+    env_rows = side_by_side(cmp.golden_env, cmp.tot_env)
+    if env_rows:
+        parts.append("| | golden | TOT |\n|---|---|---|\n")
+        parts += [f"| {label} | {_cell(g)} | {_cell(tv)} |\n" for label, g, tv in env_rows]
+        parts.append("\n")
+    parts.append("| verdict | cases |\n|---|---:|\n")
+    parts += [f"| {v} | {n} |\n" for v, n in counts.items() if n]
+    parts.append("\n")
+    fixed = "".join(parts)
+
+    sections: list[tuple[str, str, Iterator[str], int, str]] = []  # (opening, header, rows, nrows, closing)
+    top = t[t["verdict"].isin(["regression", "failed_in_tot", "missing_in_tot"])]
+    if len(top):
+        sections.append(
+            (
+                f"### Regressions and TOT failures ({len(top)}, worst first)\n\n",
+                _header(top, True),
+                _rows(top, True),
+                len(top),
+                "\n",
+            )
+        )
+    pk = cmp.per_kernel()
+    if len(pk):
+        cols = list(pk.columns)
+        head = "| kernel | " + " | ".join(cols) + " |\n|---|" + "|".join("---:" for _ in cols) + "|\n"
+        krows = ["| " + str(k) + " | " + " | ".join(str(int(x)) for x in r) + " |\n" for k, r in pk.iterrows()]
+        sections.append(
+            ("<details><summary>Per kernel</summary>\n\n", head, iter(krows), len(krows), "\n</details>\n\n")
+        )
+    rest = t[~t.index.isin(top.index)]
+    if len(rest):
+        sections.append(
+            (
+                f"<details><summary>All other cases ({len(rest)})</summary>\n\n",
+                _header(rest, True),
+                _rows(rest, True),
+                len(rest),
+                "\n</details>\n",
+            )
+        )
+
+    out = fixed
+    budget = limit - len(out) - 400  # room for the truncation notes
+    dropped = 0
+    for opening, head, rows, nrows, closing in sections:
+        block_fixed = len(opening) + len(head) + len(closing) + 80
+        if budget < block_fixed + 200:
+            dropped += nrows
+            continue
+        kept: list[str] = []
+        used = block_fixed
+        for r in rows:
+            if used + len(r) > budget:
+                break
+            kept.append(r)
+            used += len(r)
+        body = "".join(kept)
+        if len(kept) < nrows:
+            dropped += nrows - len(kept)
+            body += f"\n*… {nrows - len(kept)} more rows not shown.*\n"
+        out += opening + head + body + closing
+        budget -= used
+    if dropped:
+        out += (
+            f"\n> ⚠️ Truncated to fit GitHub's {limit:,}-character comment limit: {dropped} table rows "
+            f"are not shown. The full table is in {artifact}.\n"
+        )
+    if len(out) > limit:
+        raise AssertionError("markdown renderer exceeded its own limit")  # our bug, not the user's
+    return out

@@ -1,0 +1,185 @@
+"""Compare: joins, verdicts, ordering, markdown, the CLI's exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from harness.compare import compare_files, load_compare, write_compare
+from harness.errors import HarnessError
+from harness.markdown import GITHUB_LIMIT, MARKER, render_markdown
+from tests.conftest import DATA, HEADER
+
+G, T = DATA / "golden.csv", DATA / "tot.csv"
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(DATA.parents[1])},
+    )
+
+
+def test_every_verdict_on_fixture():
+    cmp = compare_files(G, T)
+    v = dict(zip(cmp.table["kernel"] + "/" + cmp.table["case_id"], cmp.table["verdict"]))
+    assert v == {
+        "bf16/a": "ok",
+        "bf16/b": "regression",
+        "bf16/c": "improvement",
+        "bf16/d": "ignored",
+        "a8w8/a": "failed_in_tot",
+        "a8w8/b": "ok",
+        "a8w8/c": "failed_in_golden",
+        "a8w8/d": "failed_in_both",
+        "a8w8/e": "missing_in_tot",
+        "a8w8/g": "new_in_tot",
+        "a8w8/f": "ok",
+    }
+    assert cmp.blocking == 2
+    # worst first
+    assert list(cmp.table["verdict"][:3]) == ["regression", "failed_in_tot", "missing_in_tot"]
+    row = cmp.table.set_index(["kernel", "case_id"]).loc[("bf16", "b")]
+    assert row["limit_us"] == pytest.approx(1.005 * 11.6 + 0.5)
+    assert row["delta_us"] == pytest.approx(0.7)
+    assert row["delta_pct"] == pytest.approx(100 * 0.7 / 11.6)
+    assert int(row["M"]) == 128
+
+
+def test_unstable_fail_mode():
+    cmp = compare_files(G, T, unstable="fail")
+    v = cmp.table.set_index(["kernel", "case_id"])["verdict"]
+    assert v[("a8w8", "f")] == "failed_in_tot"
+
+
+def test_rule_parameters_apply():
+    from harness.rule import Rule
+
+    cmp = compare_files(G, T, Rule(rel=1.10, abs_us=0.0, min_golden_us=0.0))
+    v = cmp.table.set_index(["kernel", "case_id"])["verdict"]
+    assert v[("bf16", "b")] == "ok"  # +6% < 10%
+    assert v[("bf16", "d")] == "regression"  # no floor any more
+
+
+def test_write_and_reload(tmp_path):
+    cmp = compare_files(G, T)
+    out = write_compare(cmp, tmp_path / "c.csv")
+    meta = json.loads((tmp_path / "c.csv.meta.json").read_text())
+    assert meta["rule"] == {"rel": 1.005, "abs_us": 0.5, "min_golden_us": 4.0}
+    assert meta["counts"]["regression"] == 1
+    back = load_compare(out)
+    assert back.counts() == cmp.counts()
+    cols = list(pd.read_csv(out).columns)
+    for c in (
+        "kernel",
+        "case_id",
+        "B",
+        "M",
+        "N",
+        "K",
+        "dtype",
+        "golden_us",
+        "tot_us",
+        "delta_us",
+        "delta_pct",
+        "limit_us",
+        "verdict",
+    ):
+        assert c in cols
+
+
+def test_no_common_cases(write):
+    a = write("a.csv", HEADER + "k,a,1,1,1,1,bf16,5,ok,,\n")
+    b = write("b.csv", HEADER + "other,z,1,1,1,1,bf16,5,ok,,\n")
+    with pytest.raises(HarnessError, match="no \\(kernel, case_id\\) in common"):
+        compare_files(a, b)
+
+
+def test_same_case_id_different_shape(write):
+    a = write("a.csv", HEADER + "k,a,1,16,1,1,bf16,5,ok,,\n")
+    b = write("b.csv", HEADER + "k,a,1,32,1,1,bf16,5,ok,,\n")
+    with pytest.raises(HarnessError, match="column 'M' is 16 in .* but 32"):
+        compare_files(a, b)
+
+
+def test_partial_overlap_warns(write):
+    a = write("a.csv", HEADER + "".join(f"k,{i},1,1,1,1,bf16,5,ok,,\n" for i in range(10)))
+    b = write(
+        "b.csv", HEADER + "k,0,1,1,1,1,bf16,5,ok,,\n" + "".join(f"k,x{i},1,1,1,1,bf16,5,ok,,\n" for i in range(9))
+    )
+    cmp = compare_files(a, b)
+    assert cmp.warnings and "only 1 of 10" in cmp.warnings[0]
+
+
+def test_markdown_layout():
+    cmp = compare_files(G, T)
+    md = render_markdown(cmp)
+    assert md.startswith(MARKER + "\n")
+    assert "1 regressions, 1 TOT failures" in md
+    assert md.index("### Regressions and TOT failures") < md.index("<details><summary>All other cases")
+    assert "| bf16 | b | 128 | 128 | 512 | 128 | bf16 | 11.60 | 12.30 | +6.0 | 12.16 | **regression** |" in md
+    assert "1.005 x golden + 0.5 us" in md
+
+
+def test_markdown_truncates_under_github_limit():
+    n = 5000
+    t = pd.DataFrame(
+        {
+            "kernel": ["k"] * n,
+            "case_id": [f"case_{i:05d}_long_name" for i in range(n)],
+            "golden_us": 10.0,
+            "tot_us": [20.0 if i % 2 else 10.0 for i in range(n)],
+        }
+    )
+    from harness.compare import Comparison, compare_frames
+    from harness.rule import Rule
+
+    g = t.rename(columns={"golden_us": "time_us"}).drop(columns="tot_us").assign(status="ok")
+    tt = t.rename(columns={"tot_us": "time_us"}).drop(columns="golden_us").assign(status="ok")
+    table, _ = compare_frames(g, tt, Rule())
+    md = render_markdown(Comparison(table=table, rule=Rule()), artifact="artifact compare.csv")
+    assert len(md) <= GITHUB_LIMIT
+    assert "Truncated to fit GitHub's 65,536-character comment limit" in md
+    assert "artifact compare.csv" in md
+    assert md.startswith(MARKER)
+
+
+def test_cli_exit_codes(tmp_path):
+    r = run_cli("compare", G, T, "--out", tmp_path / "c.csv", "--markdown", tmp_path / "c.md")
+    assert r.returncode == 0, r.stderr
+    assert "regression" in r.stdout and (tmp_path / "c.md").read_text().startswith(MARKER)
+    r = run_cli("compare", G, T, "--fail-on-regression")
+    assert r.returncode == 1
+    r = run_cli("compare", G, G, "--fail-on-regression")
+    assert r.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (("compare", "missing.csv", G), "missing.csv: no such file"),
+        (("compare", DATA, G), "is a directory"),
+        (("compare", G, T, "--rel", "0.5"), "rel must be >= 1"),
+        (("compare", G, T, "--unstable", "maybe"), "--unstable"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(args, expect):
+    r = run_cli(*args)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and expect in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_bad_csv_row(write):
+    bad = write("bad.csv", HEADER + "k,a,1,1,1,1,bf16,abc,ok,,\n")
+    r = run_cli("compare", G, bad)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"harness: error: {bad}: line 2: column 'time_us' time is not a number: 'abc'"
