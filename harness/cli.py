@@ -77,6 +77,93 @@ def compare(
         raise typer.Exit(1)
 
 
+env_app = typer.Typer(help="Environment specs: create a venv, show what a spec resolves to.", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+
+
+@env_app.command("create")
+def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
+    """Create the spec's venv (uv when present, else venv + pip) and install its requirements."""
+    from harness.envspec import create_env, load_env_spec
+    from harness.terminal import stderr
+
+    py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m))
+    print(py)
+
+
+@env_app.command("show")
+def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
+    """Print what a spec resolves to: interpreter, overlay, knobs, timing, Triton cache."""
+    import json
+
+    from harness.envspec import load_env_spec
+
+    print(json.dumps(load_env_spec(spec).summary(), indent=2))
+
+
+@app.command()
+def run(
+    env: Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")],
+    suite: Annotated[Path, typer.Option("--suite", help="suite YAML (suites/*.yaml)")],
+    out: Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")],
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
+    filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
+    reps: Annotated[int, typer.Option(help="first reps per case (the stability rule may add 2)")] = 3,
+    launches: Annotated[int | None, typer.Option(help="timed launches per rep (default 20; 3 for wallclock)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer before it is a timeout")] = 600.0,
+    timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,
+    fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
+) -> None:
+    """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from harness.envspec import TIMINGS, load_env_spec
+    from harness.runner import RunOptions, run_suite
+    from harness.suite import load_suite, select
+    from harness.terminal import stderr
+
+    if timing is not None and timing not in TIMINGS:
+        raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
+    if reps < 1:
+        raise HarnessError("--reps must be at least 1")
+    spec = load_env_spec(env)
+    cases = select(load_suite(suite), kernel, filter_)
+    if not cases:
+        raise HarnessError(f"{suite}: no case matches --kernel/--filter")
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, timing=timing)
+    con = stderr()
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[case]}"),
+        console=con,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(f"{spec.name}", total=None, case="")
+
+        def progress(label: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, case=label[:48])
+
+        counts = run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite))
+    con.print(
+        f"{out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{out}: nothing to do"
+    )
+    if fail_on_error and any(k not in ("ok", "unstable") for k in counts):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)  # click returns Exit's code instead of raising it here

@@ -1,0 +1,60 @@
+"""GPU state from the vendor's command-line tool (driver, clocks, temperature, throttle reasons), read by the
+driver before and after a run. Missing tools give ``{}``: a CPU-only machine has no GPU state."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+NVIDIA_FIELDS = {
+    "name": "name",
+    "driver_version": "driver",
+    "clocks.sm": "sm_clock_mhz",
+    "clocks.mem": "mem_clock_mhz",
+    "clocks.max.sm": "sm_clock_max_mhz",
+    "temperature.gpu": "temperature_c",
+    "power.draw": "power_w",
+    "clocks_throttle_reasons.active": "throttle_reasons",
+}
+
+
+def nvidia_state(index: int = 0) -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return {}
+    try:
+        r = subprocess.run(
+            [smi, f"--id={index}", "--format=csv,noheader,nounits", "--query-gpu=" + ",".join(NVIDIA_FIELDS)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if r.returncode:
+        return {}
+    vals = [v.strip() for v in r.stdout.strip().split(",")]
+    out: dict[str, Any] = {}
+    for key, v in zip(NVIDIA_FIELDS.values(), vals, strict=False):
+        try:
+            out[key] = float(v) if key.endswith(("_mhz", "_c", "_w")) else v
+        except ValueError:
+            out[key] = v
+    return out
+
+
+def amd_state() -> dict[str, Any]:
+    smi = shutil.which("amd-smi") or shutil.which("rocm-smi")
+    if not smi:
+        return {}
+    args = [smi, "metric", "--json"] if smi.endswith("amd-smi") else [smi, "--showclocks", "--showtemp", "--json"]
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {"raw": r.stdout[:4000]} if r.returncode == 0 else {}
+
+
+def gpu_state() -> dict[str, Any]:
+    return nvidia_state() or amd_state()

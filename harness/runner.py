@@ -1,0 +1,421 @@
+"""The run stage: one suite under one environment → a results CSV (+ sidecar), case by case.
+
+Phase 1 prepares every case in the worker (inputs, config, compile, correctness); phase 2 takes reps
+round-robin over the suite, so a case's reps are separated in time; after round 3 (and 5) the stability rule
+decides. Every answer is journaled (``OUT.journal.jsonl``) before it is used, and every finished case is
+appended (fsync'ed) to OUT: a crash, a hang or a SIGKILL of the whole run loses nothing already measured, and
+``--resume`` measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness import stability
+from harness.envspec import EnvSpec
+from harness.errors import HarnessError
+from harness.gpuinfo import gpu_state
+from harness.results import SCHEMA_VERSION, ResultsAppender, load_results, sidecar_path
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
+REPO = Path(__file__).resolve().parent.parent
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class WorkerProc:
+    """One worker process in the env's Python. Requests on stdin, answers on a dedicated pipe, output to a log."""
+
+    def __init__(self, spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None):
+        self.spec, self.timing = spec, timing
+        rfd, wfd = os.pipe()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
+        env = spec.environ()
+        Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+        try:
+            self.proc = subprocess.Popen(
+                (wrap or []) + cmd,
+                stdin=subprocess.PIPE,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(wfd,),
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as err:
+            os.close(rfd)
+            os.close(wfd)
+            raise HarnessError(f"{spec.path}: cannot start {cmd[0]}: {err.strerror}") from None
+        os.close(wfd)
+        self._r = os.fdopen(rfd, "rb")
+        self._buf = b""
+
+    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self.tail()) from None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerTimeout(f"no answer within {timeout:g} s")
+            ready, _, _ = select.select([self._r], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(self._r.fileno(), 1 << 16)
+                if not chunk:
+                    self.proc.wait(timeout=30)
+                    raise WorkerDied(self.tail())
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def tail(self, n: int = 1500) -> str:
+        self._log.flush()
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        code = self.proc.poll()
+        sig = ""
+        if code is not None and code < 0:
+            sig = f"killed by signal {signal.Signals(-code).name}; "
+        elif code:
+            sig = f"exit code {code}; "
+        body = text.strip()[-n:]
+        return (sig + body) if body else (sig + "no output").strip()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"op": "quit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self._r.close()
+        self._log.close()
+
+
+@dataclass
+class RunOptions:
+    reps: int = stability.FIRST_REPS
+    launches: int | None = None
+    timeout_s: float = 600.0
+    resume: bool = False
+    timing: str | None = None  # overrides the env spec's
+    log_dir: Path | None = None
+    quiet: bool = False
+
+
+@dataclass
+class CaseState:
+    case: dict[str, Any]
+    prep: dict[str, Any] | None = None
+    reps: list[float] = field(default_factory=list)
+    dispatch: list[dict[str, float]] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.case['kernel']}\x1f{self.case['case_id']}"
+
+
+def _row(
+    st: CaseState,
+    status: str,
+    *,
+    time_us: float | None = None,
+    error: str = "",
+    decision: stability.Decision | None = None,
+    timing: str = "",
+) -> dict[str, Any]:
+    c, p = st.case, st.prep or {}
+    row: dict[str, Any] = {
+        "kernel": c["kernel"],
+        "case_id": c["case_id"],
+        "B": c["B"],
+        "M": c["M"],
+        "N": c["N"],
+        "K": c["K"],
+        "dtype": p.get("dtype") or c.get("dtype", ""),
+        "status": status,
+        "config": p.get("config"),
+        "config_source": p.get("config_source"),
+        "compile_s": p.get("compile_s"),
+        "rel_err": p.get("rel_err"),
+        "timing": timing,
+        "error": error[-1500:] if error else "",
+    }
+    if st.reps:
+        row["reps"] = len(st.reps)
+        row["rep_times_us"] = [round(r, 4) for r in st.reps]
+    if time_us is not None:
+        row["time_us"] = time_us
+        if p.get("flops"):
+            row["tflops"] = p["flops"] / (time_us * 1e-6) / 1e12
+        if p.get("bytes"):
+            row["gbps"] = p["bytes"] / (time_us * 1e-6) / 1e9
+    if decision is not None and decision.spread_pct is not None:
+        row["spread_pct"] = decision.spread_pct
+    if st.dispatch and len(st.dispatch[0]) > 1:
+        names = st.dispatch[-1].keys()
+        row["dispatch_us"] = {
+            n: round(sorted(d.get(n, 0.0) for d in st.dispatch)[len(st.dispatch) // 2], 4) for n in names
+        }
+    return row
+
+
+class Journal:
+    """Append-only JSON lines of every answer, so a killed run can resume without re-measuring."""
+
+    def __init__(self, path: Path, fingerprint: dict[str, Any], resume: bool):
+        self.path = path
+        self.entries: list[dict[str, Any]] = []
+        if resume and path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    self.entries.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a torn last line
+            head = next((e for e in self.entries if e.get("kind") == "start"), None)
+            if head and head.get("fingerprint") != fingerprint:
+                raise HarnessError(
+                    f"{path}: was written by another environment ({head.get('fingerprint')}); "
+                    f"resume needs the same env, or start a new output file"
+                )
+        elif path.exists():
+            path.unlink()
+        self._fh = open(path, "a")  # noqa: SIM115
+        if not self.entries:
+            self.add({"kind": "start", "fingerprint": fingerprint})
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(entry, default=float) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def run_suite(
+    spec: EnvSpec,
+    cases: list[dict[str, Any]],
+    out: Path,
+    opts: RunOptions,
+    progress: Callable[[str, int, int], None] | None = None,
+    suite_name: str = "",
+) -> dict[str, int]:
+    """Measure ``cases`` under ``spec`` into ``out``. Returns counts per status."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and out.stat().st_size and not opts.resume:
+        raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
+    done: set[str] = set()
+    if opts.resume and out.exists() and out.stat().st_size:
+        try:
+            prev = load_results(out)
+            done = set(prev["kernel"] + "\x1f" + prev["case_id"])
+        except HarnessError as err:
+            if "header but no rows" not in str(err):
+                raise
+    states = [CaseState(c) for c in cases]
+    todo = [s for s in states if s.key not in done]
+    log_dir = opts.log_dir or out.parent / (out.name + ".logs")
+    timing = opts.timing or spec.timing
+
+    worker: WorkerProc | None = None
+    info: dict[str, Any] = {}
+
+    def start() -> WorkerProc:
+        nonlocal info
+        w = WorkerProc(spec, timing, log_dir, wrap=_rocprof_wrap(timing, log_dir))
+        try:
+            hello = w.request({"op": "hello"}, timeout=300)
+        except (WorkerDied, WorkerTimeout) as err:
+            w.kill()
+            raise HarnessError(
+                f"env {spec.name}: the worker did not start ({spec.interpreter()}): "
+                f"{str(err).strip().splitlines()[-1] if str(err).strip() else err}"
+            ) from None
+        if hello.get("status") != "ok":
+            w.kill()
+            raise HarnessError(f"env {spec.name}: {hello.get('error', 'worker failed').splitlines()[0]}")
+        info = hello["info"]
+        return w
+
+    worker = start()
+    timing = _resolve_timing(timing, info)
+    if timing != worker.timing:
+        worker.close()
+        worker = start()
+    n = opts.launches or (3 if timing == "wallclock" else 20)
+    fingerprint = {"env": spec.name, "triton": info["triton"]["version"], "python": info["python"]["executable"]}
+    journal = Journal(out.with_name(out.name + ".journal.jsonl"), fingerprint, opts.resume)
+    for e in journal.entries:  # replay what a killed run had measured
+        st = next((s for s in todo if s.key == e.get("key")), None)
+        if st is None:
+            continue
+        if e["kind"] == "prepare":
+            st.prep = e["answer"]
+        elif e["kind"] == "rep":
+            st.reps.append(e["time_us"])
+            if e.get("dispatch_us"):
+                st.dispatch.append(e["dispatch_us"])
+
+    side = sidecar_path(out)
+    env_meta = {
+        "schema_version": SCHEMA_VERSION,
+        "env_name": spec.name,
+        "env_spec": spec.summary(),
+        "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": suite_name,
+        **{k: info.get(k) for k in ("python", "triton", "torch", "knobs", "backend", "arch")},
+        "gpu": {**info.get("gpu", {}), **({"before": gpu_state()} if timing != "wallclock" else {})},
+        "timing": timing,
+        "launches_per_rep": n,
+        "host": os.uname().nodename,
+    }
+    if timing == "wallclock":
+        env_meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
+    if not (opts.resume and side.exists()):
+        side.write_text(json.dumps(env_meta, indent=2, default=str) + "\n")
+
+    counts: dict[str, int] = {}
+    appender = ResultsAppender(out)
+    total_steps = len(todo) * (1 + opts.reps)
+    step = 0
+
+    def tick(label: str, extra: int = 0) -> None:
+        nonlocal step, total_steps
+        step += 1
+        total_steps += extra
+        if progress:
+            progress(label, step, total_steps)
+
+    def finish(st: CaseState, row: dict[str, Any]) -> None:
+        st.final = row
+        appender.append(row)
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+
+    def ask(req: dict[str, Any], st: CaseState) -> dict[str, Any]:
+        nonlocal worker
+        if worker is None or worker.proc.poll() is not None:
+            worker = start()
+        try:
+            return worker.request(req, timeout=opts.timeout_s)
+        except WorkerTimeout as err:
+            worker = None
+            return {"status": "timeout", "error": f"{req['op']}: {err} (the worker was killed)"}
+        except WorkerDied as err:
+            worker = None
+            return {"status": "runtime_error", "error": f"{req['op']}: the worker process died: {err}"}
+
+    try:
+        for i, st in enumerate(todo):  # phase 1: build, compile, check
+            st.case["index"] = i
+            if st.prep is None:
+                st.prep = ask({"op": "prepare", "case": st.case, "check": True}, st)
+                journal.add({"kind": "prepare", "key": st.key, "answer": st.prep})
+            if st.prep.get("status") != "ok":
+                finish(
+                    st, _row(st, st.prep.get("status", "runtime_error"), error=st.prep.get("error", ""), timing=timing)
+                )
+                tick(st.case["case_id"], -opts.reps)
+            else:
+                tick(st.case["case_id"])
+        for rnd in range(1, stability.MAX_REPS + 1):  # phase 2: reps, round-robin over the suite
+            pending = [s for s in todo if s.final is None and len(s.reps) < rnd]
+            for st in pending:
+                st.case["rep"] = rnd - 1
+                ans = ask({"op": "time", "case": st.case, "n": n}, st)
+                if ans.get("status") != "ok" or ans.get("time_us") is None:
+                    finish(
+                        st,
+                        _row(st, ans.get("status", "runtime_error"), error=ans.get("error", "no time"), timing=timing),
+                    )
+                    continue
+                journal.add(
+                    {"kind": "rep", "key": st.key, "time_us": ans["time_us"], "dispatch_us": ans.get("dispatch_us")}
+                )
+                st.reps.append(ans["time_us"])
+                if ans.get("dispatch_us"):
+                    st.dispatch.append(ans["dispatch_us"])
+                tick(st.case["case_id"])
+            if rnd < opts.reps:
+                continue
+            for st in [s for s in todo if s.final is None and s.prep and s.prep.get("status") == "ok"]:
+                d = stability.decide(st.reps, first=opts.reps, most=max(opts.reps, stability.MAX_REPS))
+                if not d.need_more:
+                    finish(st, _row(st, d.status, time_us=d.value, decision=d, timing=timing))
+                elif len(st.reps) == rnd and rnd == opts.reps:
+                    tick("", 0)
+                    total_steps += stability.MAX_REPS - opts.reps
+    finally:
+        if worker is not None:
+            worker.close()
+        appender.close()
+        journal.close()
+        if timing != "wallclock":
+            meta = json.loads(side.read_text())
+            meta.setdefault("gpu", {})["after"] = gpu_state()
+            side.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    return counts
+
+
+def _resolve_timing(timing: str, info: dict[str, Any]) -> str:
+    if timing != "auto":
+        return timing
+    backend = info.get("backend")
+    if backend == "interp":
+        return "wallclock"
+    if backend == "hip":
+        return "rocprofv3" if shutil.which("rocprofv3") else "events"
+    return "cupti"
+
+
+def _rocprof_wrap(timing: str, log_dir: Path) -> list[str] | None:
+    if timing != "rocprofv3":
+        return None
+    exe = shutil.which("rocprofv3")
+    if not exe:
+        raise HarnessError("timing rocprofv3: rocprofv3 is not on PATH")
+    d = Path(tempfile.mkdtemp(prefix="rocprof-", dir=log_dir))
+    return [exe, "--kernel-trace", "-f", "csv", "-d", str(d), "-o", "trace", "--"]
+
+
+def python_ok(py: str) -> bool:
+    return bool(shutil.which(py) or Path(py).exists()) or py == sys.executable

@@ -1,0 +1,235 @@
+"""Shared pieces of the batched GEMM kernels: device facts, MXFP4 helpers, the split-K reduce kernel,
+and correctness metrics. Needs only torch and triton (it runs inside each environment's worker)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+MXFP4_GROUP = 32
+#: the e2m1 magnitudes for codes 0..7 (bit 3 is the sign)
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def backend() -> str:
+    """'interp' (CPU interpreter), 'hip' (AMD) or 'cuda' (NVIDIA)."""
+    if INTERPRET:
+        return "interp"
+    return "hip" if torch.version.hip else "cuda"
+
+
+def arch() -> str:
+    """The config-file arch: ``sm90`` on Hopper, ``gfx942`` / ``gfx950`` on AMD, ``interp`` on the CPU."""
+    b = backend()
+    if b == "interp":
+        return "interp"
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if b == "hip":
+        return props.gcnArchName.split(":")[0]
+    return f"sm{props.major}{props.minor}"
+
+
+def device() -> str:
+    return "cpu" if INTERPRET else "cuda"
+
+
+def fp8_dtype() -> torch.dtype:
+    """OCP e4m3 on NVIDIA and gfx950; the fnuz variant on gfx942 (MI300)."""
+    if backend() == "hip" and arch() == "gfx942":
+        return torch.float8_e4m3fnuz
+    return torch.float8_e4m3fn
+
+
+def rand(
+    shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, dev: str, scale: float = 1.0
+) -> torch.Tensor:
+    """Standard normal values (never zeros: zeros hide unwritten outputs and run faster than real data)."""
+    x = torch.randn(shape, generator=gen, device=dev, dtype=torch.float32) * scale
+    return x.to(dtype)
+
+
+def generator(seed: int, dev: str) -> torch.Generator:
+    g = torch.Generator(device=dev)
+    g.manual_seed(seed)
+    return g
+
+
+def rel_frobenius(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64; NaN or Inf anywhere in ``out`` gives inf (never passes)."""
+    o, r = out.double(), ref.double()
+    if not torch.isfinite(o).all():
+        return float("inf")
+    den = torch.linalg.vector_norm(r).item()
+    return torch.linalg.vector_norm(o - r).item() / max(den, 1e-300)
+
+
+def poison_(y: torch.Tensor) -> torch.Tensor:
+    """Fill an output with NaN so any element the kernel fails to write is caught by the check."""
+    return y.fill_(float("nan"))
+
+
+# ----------------------------------------------------------------------------------------------- MXFP4
+def mxfp4_scale_exponent(amax: torch.Tensor) -> torch.Tensor:
+    """Biased e8m0 exponent e such that amax / 2**(e-127) <= 6 (e2m1's largest magnitude), exactly.
+
+    amax = m * 2**E with m in [1, 2): e = E - 2 if m <= 1.5 else E - 1 (integer arithmetic on the bits,
+    so the kernel and this reference agree bit for bit). Clamped to [1, 253].
+    """
+    bits = amax.float().contiguous().view(torch.int32)
+    bexp = (bits >> 23) & 0xFF
+    mant = bits & 0x7FFFFF
+    e = bexp - 2 + (mant > 0x400000).to(torch.int32)
+    return e.clamp(1, 253)
+
+
+def e2m1_encode(v: torch.Tensor) -> torch.Tensor:
+    """float32 → 4-bit e2m1 codes (uint8 0..15), round to nearest, ties up, saturating at 6."""
+    a = v.abs()
+    code = torch.zeros_like(a, dtype=torch.int32)
+    for t in (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0):
+        code += (a >= t).to(torch.int32)
+    return (code | ((v < 0).to(torch.int32) << 3)).to(torch.uint8)
+
+
+def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
+    lut = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
+    mag = lut[(codes & 7).long()]
+    return torch.where((codes & 8) != 0, -mag, mag)
+
+
+def mxfp4_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(..., K) float → packed e2m1 (..., K/2) uint8 (low nibble = even k) and e8m0 scales (..., K/32)."""
+    *lead, K = x.shape
+    g = x.float().reshape(*lead, K // MXFP4_GROUP, MXFP4_GROUP)
+    e = mxfp4_scale_exponent(g.abs().amax(dim=-1))
+    inv = ((254 - e) << 23).view(torch.float32)  # 2**(127 - e), exact
+    codes = e2m1_encode(g * inv.unsqueeze(-1)).reshape(*lead, K)
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return packed.contiguous(), e.to(torch.uint8).contiguous()
+
+
+def mxfp4_dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`mxfp4_quantize`, in float32."""
+    *lead, Kh = packed.shape
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(*lead, Kh * 2)
+    vals = e2m1_decode(codes).reshape(*lead, Kh * 2 // MXFP4_GROUP, MXFP4_GROUP)
+    scale = ((scales.to(torch.int32)) << 23).view(torch.float32)  # 2**(e - 127)
+    return (vals * scale.unsqueeze(-1)).reshape(*lead, Kh * 2)
+
+
+@triton.jit
+def _mxfp4_quant_tile(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """A (BLOCK_M, BLOCK_K) fp32 tile → packed e2m1 (BLOCK_M, BLOCK_K//2) uint8 + e8m0 (BLOCK_M, BLOCK_K//32)."""
+    g = tl.reshape(x, (BLOCK_M, BLOCK_K // 32, 32))
+    amax = tl.max(tl.abs(g), axis=2)
+    bits = amax.to(tl.int32, bitcast=True)
+    e = ((bits >> 23) & 0xFF) - 2 + ((bits & 0x7FFFFF) > 0x400000).to(tl.int32)
+    e = tl.minimum(tl.maximum(e, 1), 253)
+    inv = ((254 - e) << 23).to(tl.float32, bitcast=True)
+    v = g * inv[:, :, None]
+    a = tl.abs(v)
+    code = (
+        (a >= 0.25).to(tl.int32)
+        + (a >= 0.75).to(tl.int32)
+        + (a >= 1.25).to(tl.int32)
+        + (a >= 1.75).to(tl.int32)
+        + (a >= 2.5).to(tl.int32)
+        + (a >= 3.5).to(tl.int32)
+        + (a >= 5.0).to(tl.int32)
+    )
+    code = code | ((v < 0).to(tl.int32) << 3)
+    code = tl.reshape(code, (BLOCK_M, BLOCK_K // 2, 2))
+    lo, hi = tl.split(code)
+    packed = (lo | (hi << 4)).to(tl.uint8)
+    return packed, e.to(tl.uint8)
+
+
+# -------------------------------------------------------------------------------------------- split-K
+@triton.jit
+def _splitk_reduce_kernel(
+    pp_ptr,
+    y_ptr,
+    M,
+    N,
+    stride_pb,
+    stride_pk,
+    stride_pm,
+    stride_pn,
+    stride_yb,
+    stride_ym,
+    stride_yn,
+    NUM_KSPLIT: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """y[b] = sum over k-splits of the fp32 partials (scales and bias were applied by the main kernel)."""
+    pid_b = tl.program_id(0)
+    pid = tl.program_id(1)
+    num_n = tl.cdiv(N, BLOCK_N)
+    offs_m = (pid // num_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = (pid % num_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    base = pp_ptr + pid_b * stride_pb + offs_m[:, None] * stride_pm + offs_n[None, :] * stride_pn
+    for k in range(NUM_KSPLIT):
+        acc += tl.load(base + k * stride_pk, mask=mask, other=0.0)
+    y = y_ptr + pid_b * stride_yb + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    tl.store(y, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def splitk_reduce(pp: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    B, S, M, N = pp.shape
+    bm, bn = 16, 64
+    grid = (B, triton.cdiv(M, bm) * triton.cdiv(N, bn))
+    _splitk_reduce_kernel[grid](pp, y, M, N, *pp.stride(), *y.stride(), NUM_KSPLIT=S, BLOCK_M=bm, BLOCK_N=bn)
+    return y
+
+
+def splitk_plan(K: int, config: dict[str, Any], k_align: int) -> tuple[int, int]:
+    """(NUM_KSPLIT, SPLITK_BLOCK_SIZE): each split covers a multiple of BLOCK_SIZE_K (and of ``k_align``)."""
+    ks = int(config.get("NUM_KSPLIT", 1) or 1)
+    bk = int(config["BLOCK_SIZE_K"])
+    if ks <= 1:
+        return 1, triton.cdiv(K, bk) * bk
+    step = max(bk, k_align)
+    per = triton.cdiv(triton.cdiv(K, ks), step) * step
+    return triton.cdiv(K, per), per
+
+
+def grid(B: int, M: int, N: int, config: dict[str, Any], num_ksplit: int = 1) -> tuple[int, int]:
+    return (B, num_ksplit * triton.cdiv(M, config["BLOCK_SIZE_M"]) * triton.cdiv(N, config["BLOCK_SIZE_N"]))
+
+
+@triton.jit
+def _tile_ids(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, NUM_KSPLIT: tl.constexpr):
+    """(pid_m, pid_n, pid_k) for program ``pid``; GROUP_M > 1 gives the grouped (L2-friendly) order."""
+    pid_k = pid % NUM_KSPLIT
+    pid = pid // NUM_KSPLIT
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    if GROUP_M == 1:
+        pid_m = pid // num_n
+        pid_n = pid % num_n
+    else:
+        per_group = GROUP_M * num_n
+        group = pid // per_group
+        first_m = group * GROUP_M
+        size_m = min(num_m - first_m, GROUP_M)
+        pid_m = first_m + ((pid % per_group) % size_m)
+        pid_n = (pid % per_group) // size_m
+    return pid_m, pid_n, pid_k
+
+
+def triton_version() -> tuple[int, ...]:
+    return tuple(int(p) for p in triton.__version__.split("+")[0].split(".")[:2] if p.isdigit())
+
+
+def dot_scaled_unsupported() -> str | None:
+    if INTERPRET and triton_version() < (3, 9):
+        return f"tl.dot_scaled is not supported by the Triton {triton.__version__} interpreter (needs >= 3.9)"
+    return None

@@ -1,0 +1,120 @@
+"""Y[b] = (X[b] · W[b]ᵀ) · x_scale[b] · w_scale[b] (+ bias[b]) for int8 X (B,M,K) and W (B,N,K).
+
+x_scale (B,M,1) per token, w_scale (B,1,N) per output channel, both fp32; int32 accumulation, scales and
+bias applied after the K loop; bf16 (or fp16) output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _common as C
+from kernels._config import split_config
+
+NAME = "batched_gemm_a8w8"
+INPUT_DTYPE = "int8"  # the dtype column of results, unless the case names one
+CONFIG_NAME = "BATCHED_GEMM-A8W8"
+OUT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@triton.jit
+def _batched_gemm_a8w8_kernel(
+    x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, y_ptr, M, N, K,
+    stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
+    stride_xsb, stride_xsm, stride_wsb, stride_wsn, stride_bias_b,
+    stride_yb, stride_ym, stride_yn, stride_yk,
+    HAS_BIAS: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, NUM_KSPLIT: tl.constexpr, SPLITK_BLOCK_SIZE: tl.constexpr, EVEN_K: tl.constexpr,
+):  # fmt: skip
+    pid_b = tl.program_id(0).to(tl.int64)
+    pid_m, pid_n, pid_k = C._tile_ids(tl.program_id(1), M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, NUM_KSPLIT)
+    offs_m = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_n = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    offs_am = offs_m % M
+    offs_bn = offs_n % N
+    offs_k = pid_k * SPLITK_BLOCK_SIZE + tl.arange(0, BLOCK_SIZE_K)
+    x_ptrs = x_ptr + pid_b * stride_xb + offs_am[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + pid_b * stride_wb + offs_bn[None, :] * stride_wn + offs_k[:, None] * stride_wk
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.int32)
+    for i in range(0, SPLITK_BLOCK_SIZE // BLOCK_SIZE_K):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            kk = offs_k + i * BLOCK_SIZE_K
+            a = tl.load(x_ptrs, mask=kk[None, :] < K, other=0)
+            b = tl.load(w_ptrs, mask=kk[:, None] < K, other=0)
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)
+        x_ptrs += BLOCK_SIZE_K * stride_xk
+        w_ptrs += BLOCK_SIZE_K * stride_wk
+    xs = tl.load(xs_ptr + pid_b * stride_xsb + offs_am * stride_xsm)
+    ws = tl.load(ws_ptr + pid_b * stride_wsb + offs_bn * stride_wsn)
+    out = acc.to(tl.float32) * xs[:, None] * ws[None, :]
+    if HAS_BIAS:
+        if pid_k == 0:
+            out += tl.load(bias_ptr + pid_b * stride_bias_b + offs_bn).to(tl.float32)[None, :]
+    y_ptrs = y_ptr + pid_b * stride_yb + pid_k * stride_yk + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    tl.store(y_ptrs, out.to(y_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
+    B, M, N, K = (int(case[k]) for k in "BMNK")
+    out_dt = OUT_DTYPES[case.get("out_dtype", "bf16")]
+    dev = C.device()
+    g = C.generator(seed, dev)
+    x = torch.randint(-127, 128, (B, M, K), generator=g, device=dev, dtype=torch.int8)
+    w = torch.randint(-127, 128, (B, N, K), generator=g, device=dev, dtype=torch.int8)
+    xs = torch.rand((B, M, 1), generator=g, device=dev) * 0.01 + 1e-3
+    ws = torch.rand((B, 1, N), generator=g, device=dev) * 0.01 / K**0.5 + 1e-4
+    bias = C.rand((B, 1, N), out_dt, g, dev) if case.get("bias") else None
+    return {
+        "x": x,
+        "w": w,
+        "x_scale": xs,
+        "w_scale": ws,
+        "bias": bias,
+        "y": torch.empty((B, M, N), dtype=out_dt, device=dev),
+    }
+
+
+def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
+    x, w, xs, ws, bias, y = (inputs[k] for k in ("x", "w", "x_scale", "w_scale", "bias", "y"))
+    B, M, K = x.shape
+    N = w.shape[1]
+    meta, opts = split_config(config, C.backend())
+    ks, split = C.splitk_plan(K, meta, 1)
+    meta = {k: v for k, v in meta.items() if k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")}
+    out = y if ks == 1 else torch.empty((B, ks, M, N), dtype=torch.float32, device=y.device)
+    ys = (*y.stride(), 0) if ks == 1 else (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
+    _batched_gemm_a8w8_kernel[C.grid(B, M, N, meta, ks)](
+        x, w, xs, ws, bias if bias is not None else xs, out, M, N, K, *x.stride(), *w.stride(),
+        xs.stride(0), xs.stride(1), ws.stride(0), ws.stride(2), bias.stride(0) if bias is not None else 0, *ys,
+        HAS_BIAS=bias is not None, NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split, EVEN_K=K % split == 0, **meta, **opts,
+    )  # fmt: skip
+    return y if ks == 1 else C.splitk_reduce(out, y)
+
+
+def reference(inputs: dict[str, Any]) -> torch.Tensor:
+    acc = torch.bmm(inputs["x"].double(), inputs["w"].double().transpose(1, 2))
+    ref = acc * inputs["x_scale"].double() * inputs["w_scale"].double()
+    if inputs["bias"] is not None:
+        ref += inputs["bias"].double()
+    return ref
+
+
+def tolerance(case: dict[str, Any]) -> float:
+    return 1e-2 if case.get("out_dtype", "bf16") == "bf16" else 2e-3
+
+
+def flops(case: dict[str, Any]) -> float:
+    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]
+
+
+def bytes_moved(case: dict[str, Any]) -> float:
+    B, M, N, K = (int(case[k]) for k in "BMNK")
+    out = 2 if case.get("out_dtype", "bf16") in ("bf16", "fp16") else 4
+    return B * (M * K + N * K + 4 * (M + N) + out * M * N + (out * N if case.get("bias") else 0))

@@ -1,0 +1,103 @@
+"""Y[b] = X[b] · W[b]ᵀ (+ bias[b]) for bf16/fp16 X (B,M,K) and W (B,N,K); fp32 accumulation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _common as C
+from kernels._config import split_config
+
+NAME = "batched_gemm_bf16"
+INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
+CONFIG_NAME = "BATCHED_GEMM-A16W16"
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
+
+
+@triton.jit
+def _batched_gemm_bf16_kernel(
+    x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+    stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk, stride_bias_b,
+    stride_yb, stride_ym, stride_yn, stride_yk,
+    HAS_BIAS: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, NUM_KSPLIT: tl.constexpr, SPLITK_BLOCK_SIZE: tl.constexpr, EVEN_K: tl.constexpr,
+):  # fmt: skip
+    pid_b = tl.program_id(0).to(tl.int64)
+    pid_m, pid_n, pid_k = C._tile_ids(tl.program_id(1), M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M, NUM_KSPLIT)
+    offs_m = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_n = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    offs_am = offs_m % M  # wrap instead of masking the loads; those rows are never stored
+    offs_bn = offs_n % N
+    k0 = pid_k * SPLITK_BLOCK_SIZE
+    offs_k = k0 + tl.arange(0, BLOCK_SIZE_K)
+    x_ptrs = x_ptr + pid_b * stride_xb + offs_am[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + pid_b * stride_wb + offs_bn[None, :] * stride_wn + offs_k[:, None] * stride_wk
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for i in range(0, SPLITK_BLOCK_SIZE // BLOCK_SIZE_K):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            kk = offs_k + i * BLOCK_SIZE_K
+            a = tl.load(x_ptrs, mask=kk[None, :] < K, other=0.0)
+            b = tl.load(w_ptrs, mask=kk[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        x_ptrs += BLOCK_SIZE_K * stride_xk
+        w_ptrs += BLOCK_SIZE_K * stride_wk
+    if HAS_BIAS:
+        if pid_k == 0:
+            acc += tl.load(bias_ptr + pid_b * stride_bias_b + offs_bn).to(tl.float32)[None, :]
+    y_ptrs = y_ptr + pid_b * stride_yb + pid_k * stride_yk + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
+    B, M, N, K = (int(case[k]) for k in "BMNK")
+    dt = DTYPES[case.get("dtype", "bf16")]
+    dev = C.device()
+    g = C.generator(seed, dev)
+    x = C.rand((B, M, K), dt, g, dev)
+    w = C.rand((B, N, K), dt, g, dev, scale=K**-0.5)
+    bias = C.rand((B, 1, N), dt, g, dev) if case.get("bias") else None
+    return {"x": x, "w": w, "bias": bias, "y": torch.empty((B, M, N), dtype=dt, device=dev)}
+
+
+def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
+    x, w, bias, y = inputs["x"], inputs["w"], inputs["bias"], inputs["y"]
+    B, M, K = x.shape
+    N = w.shape[1]
+    meta, opts = split_config(config, C.backend())
+    ks, split = C.splitk_plan(K, meta, 1)
+    meta = {k: v for k, v in meta.items() if k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")}
+    out = y if ks == 1 else torch.empty((B, ks, M, N), dtype=torch.float32, device=y.device)
+    ys = (*y.stride(), 0) if ks == 1 else (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
+    _batched_gemm_bf16_kernel[C.grid(B, M, N, meta, ks)](
+        x, w, bias if bias is not None else x, out, M, N, K, *x.stride(), *w.stride(),
+        bias.stride(0) if bias is not None else 0, *ys,
+        HAS_BIAS=bias is not None, NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split, EVEN_K=K % split == 0, **meta, **opts,
+    )  # fmt: skip
+    return y if ks == 1 else C.splitk_reduce(out, y)
+
+
+def reference(inputs: dict[str, Any]) -> torch.Tensor:
+    ref = torch.bmm(inputs["x"].double(), inputs["w"].double().transpose(1, 2))
+    if inputs["bias"] is not None:
+        ref += inputs["bias"].double()
+    return ref
+
+
+def tolerance(case: dict[str, Any]) -> float:
+    return TOLERANCE[case.get("dtype", "bf16")]
+
+
+def flops(case: dict[str, Any]) -> float:
+    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]
+
+
+def bytes_moved(case: dict[str, Any]) -> float:
+    B, M, N, K = (int(case[k]) for k in "BMNK")
+    return 2.0 * B * (M * K + N * K + M * N + (N if case.get("bias") else 0))
