@@ -168,8 +168,8 @@ def _splitk_reduce_kernel(
     BLOCK_N: tl.constexpr,
 ):
     """y[b] = sum over k-splits of the fp32 partials (scales and bias were applied by the main kernel)."""
-    pid_b = tl.program_id(0)
-    pid = tl.program_id(1)
+    pid_b = tl.program_id(1)
+    pid = tl.program_id(0)
     num_n = tl.cdiv(N, BLOCK_N)
     offs_m = (pid // num_n) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = (pid % num_n) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -185,7 +185,7 @@ def _splitk_reduce_kernel(
 def splitk_reduce(pp: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     B, S, M, N = pp.shape
     bm, bn = 16, 64
-    grid = (B, triton.cdiv(M, bm) * triton.cdiv(N, bn))
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), B)
     _splitk_reduce_kernel[grid](pp, y, M, N, *pp.stride(), *y.stride(), NUM_KSPLIT=S, BLOCK_M=bm, BLOCK_N=bn)
     return y
 
@@ -202,7 +202,9 @@ def splitk_plan(K: int, config: dict[str, Any], k_align: int) -> tuple[int, int]
 
 
 def grid(B: int, M: int, N: int, config: dict[str, Any], num_ksplit: int = 1) -> tuple[int, int]:
-    return (B, num_ksplit * triton.cdiv(M, config["BLOCK_SIZE_M"]) * triton.cdiv(N, config["BLOCK_SIZE_N"]))
+    """(tiles, B): the tile index varies fastest, so CTAs resident together work on one batch and reuse its
+    X rows and W columns from L2 (batch-fastest order made the 8192^2 family re-read W from DRAM per CTA)."""
+    return (num_ksplit * triton.cdiv(M, config["BLOCK_SIZE_M"]) * triton.cdiv(N, config["BLOCK_SIZE_N"]), B)
 
 
 @triton.jit

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: compare the example golden/TOT results shipped in the repo.
+# The main job on an embedded default, on a CPU-only machine: two real environments (Triton 3.6.0 = golden,
+# Triton 3.9.0 = TOT, both over the base torch), the CI suite under TRITON_INTERPRET=1 with wallclock timing
+# (labelled as such), then the comparison. On a GPU node use scripts/run_golden.sh / run_tot.sh directly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT_DIR:-reports/demo}
+out=${DEMO_DIR:-reports/demo}
 mkdir -p "$out"
-harness compare examples/golden.csv examples/tot.csv --out "$out/compare.csv" --markdown "$out/compare.md"
-echo "wrote $out/compare.csv and $out/compare.md"
+python3 -m harness env create envs/venv-golden.yaml >/dev/null
+python3 -m harness env create envs/venv-tot.yaml >/dev/null
+export SUITE=${SUITE:-suites/ci.yaml}
+rm -f "$out"/golden.csv* "$out"/tot.csv*
+ENV_SPEC=envs/venv-golden.yaml OUT_CSV=$out/golden.csv bash scripts/run_golden.sh
+ENV_SPEC=envs/venv-tot.yaml OUT_CSV=$out/tot.csv bash scripts/run_tot.sh
+python3 -m harness compare "$out/golden.csv" "$out/tot.csv" --out "$out/compare.csv" --markdown "$out/compare.md"
+echo "wrote $out/{golden,tot}.csv (+ .env.json), compare.csv, compare.md"

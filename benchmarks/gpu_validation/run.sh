@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# GPU validation: golden (the machine's Triton) vs TOT (a second Triton on an overlay path) on one CUDA GPU.
+#
+#   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
+#
+#   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
+#   RESULTS              where outputs go (default reports/gpu-validation); $OUT/results.tgz too when OUT is set
+#   SUITE                default suites/batched_gemm.yaml
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export HARNESS_TOT_TRITON=${HARNESS_TOT_TRITON:-/tmp/triton-3.9.0}
+export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1
+R=${RESULTS:-reports/gpu-validation}
+SUITE=${SUITE:-suites/batched_gemm.yaml}
+mkdir -p "$R"
+# the staged wheel's tools (ptxas-blackwell, cuobjdump, ...) must be executable
+[ -d "$HARNESS_TOT_TRITON/triton/backends/nvidia/bin" ] && chmod +x "$HARNESS_TOT_TRITON"/triton/backends/nvidia/bin/* || true
+h() { python3 -m harness "$@"; }
+tot_py() { PYTHONPATH="$HARNESS_TOT_TRITON${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
+stamp() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/timeline.txt"; }
+
+for step in "$@"; do
+  case $step in
+    correctness)
+      stamp "correctness golden"
+      python3 benchmarks/gpu_correctness.py --out "$R/correctness-golden.txt" | tail -3 || true
+      stamp "correctness tot"
+      tot_py benchmarks/gpu_correctness.py --out "$R/correctness-tot.txt" | tail -3 || true
+      ;;
+    suite)
+      for s in golden tot; do
+        stamp "run $s start"
+        h run --env envs/$s.yaml --suite "$SUITE" --out "$R/$s.csv" --resume 2>&1 | tail -2
+        stamp "run $s end"
+      done
+      h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
+        | tee "$R/compare.txt" | tail -25
+      ;;
+    aa)
+      stamp "run golden A/A start"
+      h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-aa.csv" --resume 2>&1 | tail -2
+      stamp "run golden A/A end"
+      h compare "$R/golden.csv" "$R/golden-aa.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
+        | tee "$R/compare-aa.txt" | tail -12
+      ;;
+    fidelity)
+      F=benchmarks/gpu_validation/fidelity.py
+      python3 $F pick --results "$R/golden.csv" --n 36 --out "$R/fidelity-cases.json"
+      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_batched_gemm"
+      stamp "ncu golden"; $NCU python3 $F launch --cases "$R/fidelity-cases.json" > "$R/ncu-golden.csv" 2>/dev/null
+      stamp "ncu golden again"; $NCU python3 $F launch --cases "$R/fidelity-cases.json" > "$R/ncu-golden-2.csv" 2>/dev/null
+      stamp "ncu tot"; PYTHONPATH="$HARNESS_TOT_TRITON" $NCU python3 $F launch --cases "$R/fidelity-cases.json" \
+        > "$R/ncu-tot.csv" 2>/dev/null
+      stamp "do_bench"
+      python3 $F dobench --cases "$R/fidelity-cases.json" --out "$R/dobench-golden.json"
+      tot_py $F dobench --cases "$R/fidelity-cases.json" --out "$R/dobench-tot.json"
+      python3 $F report --cases "$R/fidelity-cases.json" \
+        --stack "golden=$R/golden.csv,$R/ncu-golden.csv,$R/dobench-golden.json" \
+        --stack "tot=$R/tot.csv,$R/ncu-tot.csv,$R/dobench-tot.json" \
+        --ncu2 "golden=$R/ncu-golden-2.csv" --out "$R/fidelity.csv"
+      ;;
+    all) "$0" correctness suite aa fidelity ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
+if [ -n "${OUT:-}" ]; then tar czf "$OUT/results.tgz" "$R"; fi

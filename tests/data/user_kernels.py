@@ -1,0 +1,73 @@
+"""User kernel files loaded by path (`tests/data/user_kernels.py:NAME`), for fault injection: each object has the
+kernel interface; all but `good` break in one way."""
+
+import os
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import batched_gemm_bf16 as base
+
+
+@triton.jit
+def _scale_kernel(x_ptr, y_ptr, n, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK % 3 == 0, "BLOCK must be a multiple of 3")  # fails at compile time for BLOCK=64
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * FACTOR, mask=offs < n)
+
+
+class good:
+    make_inputs = staticmethod(base.make_inputs)
+    launch = staticmethod(base.launch)
+    reference = staticmethod(base.reference)
+    tolerance = staticmethod(base.tolerance)
+    flops = staticmethod(base.flops)
+    bytes_moved = staticmethod(base.bytes_moved)
+
+
+class compile_fail(good):
+    @staticmethod
+    def launch(inputs, config):
+        y = inputs["y"]
+        _scale_kernel[(1,)](inputs["x"], y, y.numel(), FACTOR=2.0, BLOCK=64)
+        return y
+
+
+class crash(good):
+    @staticmethod
+    def launch(inputs, config):
+        os.abort()  # what an illegal memory access looks like from the driver: the process dies
+
+
+class hang(good):
+    @staticmethod
+    def launch(inputs, config):
+        time.sleep(3600)
+
+
+class wrong(good):
+    @staticmethod
+    def launch(inputs, config):
+        y = base.launch(inputs, config)
+        y[..., ::2] = 0  # half the columns wrong
+        return y
+
+
+class unwritten(good):
+    @staticmethod
+    def launch(inputs, config):
+        return inputs["y"]  # never writes: the poisoned NaNs stay
+
+
+class slow(good):
+    """Correct but slow (0.3 s per launch): a run long enough to be killed in the middle."""
+
+    @staticmethod
+    def launch(inputs, config):
+        time.sleep(0.3)
+        return base.launch(inputs, config)
+
+
+assert torch is not None

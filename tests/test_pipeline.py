@@ -1,0 +1,96 @@
+"""The whole pipeline on the CPU: two real venvs (Triton 3.6.0 and 3.9.0 over the same torch), the CI suite
+under TRITON_INTERPRET=1 through scripts/run_golden.sh and run_tot.sh, then compare; plus the fp4 kernels, which
+the 3.6 interpreter cannot run (tl.dot_scaled), checked under 3.9."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.compare import compare_files
+from harness.results import load_results, sidecar_path
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+VENVS = {name: ROOT / ".venvs" / name / "bin" / "python" for name in ("golden", "tot")}
+need_venvs = pytest.mark.skipif(
+    not all(p.exists() for p in VENVS.values()),
+    reason="run `make test` (or harness env create envs/venv-*.yaml) to build the venvs",
+)
+
+
+@need_venvs
+def test_golden_vs_tot_on_cpu(tmp_path):
+    env = {**os.environ, "SUITE": "suites/ci.yaml", "PYTHONPATH": str(ROOT)}
+    for side in ("golden", "tot"):
+        r = subprocess.run(
+            ["bash", f"scripts/run_{side}.sh"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**env, "ENV_SPEC": f"envs/venv-{side}.yaml", "OUT_CSV": str(tmp_path / f"{side}.csv")},
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+    g, t = load_results(tmp_path / "golden.csv"), load_results(tmp_path / "tot.csv")
+    assert json.loads(sidecar_path(tmp_path / "golden.csv").read_text())["triton"]["version"] == "3.6.0"
+    assert json.loads(sidecar_path(tmp_path / "tot.csv").read_text())["triton"]["version"] == "3.9.0"
+    fp4 = g["kernel"].str.contains("fp4")
+    assert (g.loc[fp4, "status"] == "skipped").all() and "needs >= 3.9" in g.loc[fp4, "error"].iloc[0]
+    assert (g.loc[~fp4, "status"].isin(["ok", "unstable"])).all()
+    assert (t["status"].isin(["ok", "unstable"])).all(), t[["kernel", "status", "error"]]
+    assert (t["rel_err"] < 1e-2).all()
+    cmp = compare_files(tmp_path / "golden.csv", tmp_path / "tot.csv")
+    v = cmp.table.set_index("kernel")["verdict"]
+    assert set(v[v.index.str.contains("fp4")]) == {"failed_in_golden"}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "compare",
+            tmp_path / "golden.csv",
+            tmp_path / "tot.csv",
+            "--markdown",
+            tmp_path / "c.md",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 0 and "3.9.0" in (tmp_path / "c.md").read_text()
+
+
+@need_venvs
+def test_fp4_kernels_exact_under_triton_39_interpreter():
+    code = """
+import torch
+from kernels import load
+from kernels import _common as C
+from kernels._config import resolve
+for name in ("batched_gemm_a16wfp4", "batched_gemm_afp4wfp4"):
+    k = load(name)
+    for case, ks in ((dict(B=2, M=16, N=32, K=256, dtype="fp16", out_dtype="fp16"), 1),
+                     (dict(B=1, M=20, N=40, K=160, dtype="fp16", out_dtype="fp16"), 2)):
+        cfg = dict(resolve(k.CONFIG_NAME, C.arch(), case["M"], case["N"], case["K"]).config, NUM_KSPLIT=ks)
+        inputs = k.make_inputs(case, 7)
+        C.poison_(inputs["y"])
+        err = C.rel_frobenius(k.launch(inputs, cfg), k.reference(inputs))
+        assert err <= k.tolerance(case), (name, case, err)
+        print(name, case["K"], ks, err)
+"""
+    r = subprocess.run(
+        [str(VENVS["tot"]), "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)},
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("batched_gemm") == 4

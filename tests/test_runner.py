@@ -1,0 +1,144 @@
+"""The runner end to end on the CPU interpreter: real worker processes, user kernels loaded by path that fail to
+compile, crash, hang or answer wrongly, and a run killed with SIGKILL then resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.results import load_results, sidecar_path
+from tests.conftest import DATA, ROOT
+
+pytestmark = pytest.mark.slow
+ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
+
+
+def harness(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def test_faults_become_statuses_and_the_run_goes_on(tmp_path):
+    out = tmp_path / "faults.csv"
+    r = harness(
+        "run",
+        "--env",
+        DATA / "cpu-env.yaml",
+        "--suite",
+        DATA / "faults.yaml",
+        "--out",
+        out,
+        "--timeout",
+        "20",
+        "--launches",
+        "2",
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = load_results(out).set_index("kernel")
+    st = df["status"].to_dict()
+    assert st == {
+        "user_kernels.py:good": "ok",
+        "user_kernels.py:compile_fail": "compile_error",
+        "user_kernels.py:crash": "runtime_error",
+        "user_kernels.py:hang": "timeout",
+        "user_kernels.py:wrong": "incorrect",
+        "user_kernels.py:unwritten": "incorrect",
+        "missing_file.py:x": "compile_error",
+    }
+    assert "SIGABRT" in df.loc["user_kernels.py:crash", "error"]
+    assert "multiple of 3" in df.loc["user_kernels.py:compile_fail", "error"]
+    assert "never written" in df.loc["user_kernels.py:unwritten", "error"]
+    assert "no answer within 20 s" in df.loc["user_kernels.py:hang", "error"]
+    good = df.loc["user_kernels.py:good"]
+    assert good["time_us"] > 0 and good["reps"] >= 3 and good["rel_err"] < 1e-2
+    assert json.loads(good["rep_times_us"])
+    env = json.loads(sidecar_path(out).read_text())
+    assert env["timing"] == "wallclock" and "for CI and demos only" in env["timing_note"]
+    assert env["knobs"]["TRITON_DEFAULT_FP_FUSION"] == "1" and env["triton"]["version"]
+
+
+def test_registered_kernels_with_shared_case_ids_are_timed_separately(tmp_path):
+    """Two kernels with the same case_id must not share prepared state in the worker."""
+    suite = tmp_path / "two.yaml"
+    suite.write_text(
+        "name: two\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "  - kernel: [batched_gemm_bf16, batched_gemm_a8w8]\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n"
+    )
+    out = tmp_path / "two.csv"
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out, "--launches", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = load_results(out)
+    assert sorted(df["dtype"]) == ["fp16", "int8"]  # each row describes its own kernel
+    assert df["case_id"].nunique() == 1 and len(df) == 2
+
+
+def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
+    out = tmp_path / "slow.csv"
+    journal = tmp_path / "slow.csv.journal.jsonl"
+    args = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--env",
+        str(DATA / "cpu-env.yaml"),
+        "--suite",
+        str(DATA / "slow.yaml"),
+        "--out",
+        str(out),
+        "--launches",
+        "1",
+    ]
+    p = subprocess.Popen(
+        args, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline:  # kill once some reps are journaled but the run is not finished
+        if journal.exists() and journal.read_text().count('"kind": "rep"') >= 4:
+            break
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    reps_before = journal.read_text().count('"kind": "rep"')
+    assert reps_before >= 4
+    r = harness(
+        "run",
+        "--env",
+        DATA / "cpu-env.yaml",
+        "--suite",
+        DATA / "slow.yaml",
+        "--out",
+        out,
+        "--launches",
+        "1",
+        "--resume",
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = load_results(out)  # the loader rejects duplicate (kernel, case_id)
+    assert sorted(df["M"].astype(int)) == [16, 17, 18, 19, 20, 21]
+    assert (df["status"].isin(["ok", "unstable"])).all()
+    # the resumed run reused what was journaled: 6 cases x >= 3 reps in all, not re-measured from scratch
+    assert journal.read_text().count('"kind": "rep"') == int(df["reps"].sum())
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume")
+    assert r.returncode == 0 and "nothing to do" in r.stderr
+
+
+def test_refuses_to_overwrite_and_bad_env(tmp_path):
+    out = tmp_path / "x.csv"
+    out.write_text("kernel,case_id,time_us,status\nk,a,1,ok\n")
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out)
+    assert r.returncode == 2 and "exists; pass --resume" in r.stderr
+    r = harness("run", "--env", tmp_path / "nope.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "y.csv")
+    assert r.returncode == 2 and "no such env spec" in r.stderr and "Traceback" not in r.stderr
