@@ -139,6 +139,12 @@ def run(
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
     opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, timing=timing)
+    import signal
+
+    def _term(signum, frame):  # noqa: ANN001 - `timeout`/CI cancellation: unwind so the worker is killed too
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
     con = stderr()
     with Progress(
         TextColumn("[bold]{task.description}"),

@@ -344,6 +344,7 @@ def run_suite(
             worker = None
             return {"status": "runtime_error", "error": f"{req['op']}: the worker process died: {err}"}
 
+    clean = False
     try:
         for i, st in enumerate(todo):  # phase 1: build, compile, check
             st.case["index"] = i
@@ -384,9 +385,10 @@ def run_suite(
                 elif len(st.reps) == rnd and rnd == opts.reps:
                     tick("", 0)
                     total_steps += stability.MAX_REPS - opts.reps
+        clean = True
     finally:
-        if worker is not None:
-            worker.close()
+        if worker is not None:  # interrupted (Ctrl-C, SIGTERM): kill the worker, it runs in its own session
+            worker.close() if clean else worker.kill()
         appender.close()
         journal.close()
         if timing != "wallclock":
