@@ -226,10 +226,13 @@ class Worker:
                 offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
                 v = tl.load(ptr + offs, mask=offs < n, other=0)
                 s = tl.sum(v, axis=0)
-                if s == 123456789:  # never true for the zero buffer; keeps the load from being removed
+                if s == 123456789:  # (almost) never true; keeps the load from being optimized away
                     tl.store(out_ptr, s)
 
-            self._flush_buf = self.torch.zeros(FLUSH_BYTES // 4, dtype=self.torch.int32, device="cuda")
+            # random, not zeros: Hopper's L2 compresses zero-filled lines, so a zero buffer evicts far less
+            # than its size (tiny kernels then read 15-18% faster than ncu's cache-flushed launches)
+            self._flush_buf = self.torch.randint(1, 2**31 - 1, (FLUSH_BYTES // 4,), dtype=self.torch.int32,
+                                                 device="cuda")
             self._flush_out = self.torch.zeros(1, dtype=self.torch.int32, device="cuda")
             self._flush_kernel = _harness_l2_flush
         n = self._flush_buf.numel()
@@ -251,6 +254,15 @@ class Worker:
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self._sync()
+        if n <= 0:  # auto: ~20 ms of kernel time per rep, 5..100 launches, fixed per case for all its reps
+            if "n" not in entry:
+                t0 = time.perf_counter()
+                for _ in range(3):
+                    op()
+                self._sync()
+                est_us = (time.perf_counter() - t0) / 3 * 1e6
+                entry["n"] = int(min(100, max(5, 20_000 // max(est_us, 1.0))))
+            n = entry["n"]
         try:
             if self.timing == "cupti":
                 samples, dispatch = self._time_cupti(op, n)
