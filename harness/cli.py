@@ -109,7 +109,9 @@ def run(
     kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
     filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
     reps: Annotated[int, typer.Option(help="first reps per case (the stability rule may add 2)")] = 3,
-    launches: Annotated[int | None, typer.Option(help="timed launches per rep (default: ~20 ms worth, 5..100; 3 for wallclock)")] = None,
+    launches: Annotated[
+        int | None, typer.Option(help="timed launches per rep (default: ~20 ms worth, 5..100; 3 for wallclock)")
+    ] = None,
     timeout: Annotated[float, typer.Option(help="seconds a case may take to answer before it is a timeout")] = 600.0,
     timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,

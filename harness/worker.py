@@ -229,10 +229,11 @@ class Worker:
                 if s == 123456789:  # (almost) never true; keeps the load from being optimized away
                     tl.store(out_ptr, s)
 
-            # random, not zeros: Hopper's L2 compresses zero-filled lines, so a zero buffer evicts far less
-            # than its size (tiny kernels then read 15-18% faster than ncu's cache-flushed launches)
-            self._flush_buf = self.torch.randint(1, 2**31 - 1, (FLUSH_BYTES // 4,), dtype=self.torch.int32,
-                                                 device="cuda")
+            # random, not zeros: Hopper can compress zero-filled L2 lines, so a zero buffer may evict less than
+            # its size (on the H200 the switch made no measurable difference; it removes the doubt)
+            self._flush_buf = self.torch.randint(
+                1, 2**31 - 1, (FLUSH_BYTES // 4,), dtype=self.torch.int32, device="cuda"
+            )
             self._flush_out = self.torch.zeros(1, dtype=self.torch.int32, device="cuda")
             self._flush_kernel = _harness_l2_flush
         n = self._flush_buf.numel()
