@@ -78,13 +78,23 @@ def _col(df: pd.DataFrame, name: str, rows: np.ndarray, fill: object = "") -> pd
         return np.where(rows >= 0, out, np.nan)
     if name not in df.columns:
         return pd.Series([""] * len(rows), dtype="str")
-    taken = df[name].astype("str").array.take(rows, allow_fill=True)
-    return pd.Series(taken).fillna("")
+    col = df[name].astype("str")
+    if len(rows) == len(df) and rows[0] == 0 and rows[-1] == len(df) - 1 and (np.diff(rows) == 1).all():
+        return col.reset_index(drop=True).fillna("")  # identity: the usual same-suite case, no copy
+    return pd.Series(col.array.take(rows, allow_fill=True)).fillna("")
 
 
 def _status_codes(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """Index into STATUSES of each taken row's status; -1 where there is no row."""
-    codes = pd.Categorical(df["status"], categories=list(STATUSES)).codes.astype(np.int8)
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(df["status"].astype("str").array)
+        codes = pc.index_in(arr, value_set=pa.array(list(STATUSES))).to_numpy(zero_copy_only=False)
+        codes = np.nan_to_num(codes.astype(np.float64), nan=-1).astype(np.int8)
+    except ImportError:
+        codes = pd.Categorical(df["status"], categories=list(STATUSES)).codes.astype(np.int8)
     return np.where(rows >= 0, codes[np.where(rows >= 0, rows, 0)], -1).astype(np.int8)
 
 
@@ -107,8 +117,9 @@ def compare_frames(
 ) -> tuple[pd.DataFrame, list[str]]:
     """Join two validated results frames on (kernel, case_id) and label each case.
 
-    Vectorized throughout: keys become int64 codes, the join is an index lookup, and every output column
-    is one numpy take, in worst-first order.
+    Vectorized throughout: keys become int64 codes, the join is an index lookup, and every output column is
+    one take (none at all when both files list the same cases in the same order). Rows stay in golden's order,
+    then TOT-only cases; :func:`worst_first` orders them for display.
     """
     warnings: list[str] = []
     keys = case_key(golden["kernel"], golden["case_id"], (tot["kernel"], tot["case_id"]))
@@ -139,9 +150,6 @@ def compare_frames(
         pct = 100.0 * delta / gu
     limit = rule.limit_us(gu)
 
-    # worst first: verdict severity, then the largest relative slowdown
-    order = np.lexsort((-np.nan_to_num(pct, nan=-np.inf), vcode))  # VERDICTS is ordered worst first
-    gi, ti, gsc, tsc, vcode = gi[order], ti[order], gsc[order], tsc[order], vcode[order]
     status_names = np.asarray([*STATUSES, ""], dtype=object)  # code -1 → ""
     gs, ts = status_names[gsc], status_names[tsc]
 
@@ -168,31 +176,44 @@ def compare_frames(
         merged = np.where(missing_g, tv, gv)
         cols[c] = merged if c == "dtype" else pd.array(merged, dtype="Float64").astype("Int64")
     cols.update(
-        golden_us=gu[order],
-        tot_us=tu[order],
-        delta_us=delta[order],
-        delta_pct=pct[order],
-        limit_us=np.where(np.isnan(gu[order]), np.nan, limit[order]),
+        golden_us=gu,
+        tot_us=tu,
+        delta_us=delta,
+        delta_pct=pct,
+        limit_us=np.where(np.isnan(gu), np.nan, limit),
         verdict=pd.Categorical.from_codes(vcode, categories=list(VERDICTS)),
-        golden_status=pd.Categorical(gs, categories=[*STATUSES, ""]),
-        tot_status=pd.Categorical(ts, categories=[*STATUSES, ""]),
+        golden_status=pd.Categorical.from_codes(np.where(gsc < 0, len(STATUSES), gsc), categories=[*STATUSES, ""]),
+        tot_status=pd.Categorical.from_codes(np.where(tsc < 0, len(STATUSES), tsc), categories=[*STATUSES, ""]),
         golden_config=_col(golden, "config", gi),
         tot_config=_col(tot, "config", ti),
     )
 
-    notes = np.full(len(gi), "", dtype=object)
+    # notes only for the few failed/unstable rows: codes into a small category list, "" everywhere else
+    note_of: dict[int, str] = {}
     timed_codes = [STATUSES.index(s_) for s_ in TIMED_STATUSES]
     for label, st, sc, df, rows in (("TOT", ts, tsc, tot, ti), ("golden", gs, gsc, golden, gi)):
-        failed = np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0) & (notes == ""))
-        if len(failed):
-            errs = _col(df, "error", rows[failed])
-            notes[failed] = [
-                f"{label} {s_}: {str(e)[:200]}".rstrip(": ") for s_, e in zip(st[failed], errs, strict=True)
-            ]
+        failed = [i for i in np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0)) if i not in note_of]
+        if failed:
+            errs = _col(df, "error", rows[np.asarray(failed)])
+            for i, e in zip(failed, errs, strict=True):
+                note_of[int(i)] = f"{label} {st[i]}: {str(e)[:200]}".rstrip(": ")
     u = STATUSES.index("unstable")
-    notes[np.flatnonzero(((gsc == u) | (tsc == u)) & (notes == ""))] = "unstable reps"
-    cols["note"] = pd.Categorical(notes)
+    for i in np.flatnonzero((gsc == u) | (tsc == u)):
+        note_of.setdefault(int(i), "unstable reps")
+    cats = ["", *sorted(set(note_of.values()))]
+    pos = {c: k for k, c in enumerate(cats)}
+    codes = np.zeros(len(gi), dtype=np.int32)
+    for i, text in note_of.items():
+        codes[i] = pos[text]
+    cols["note"] = pd.Categorical.from_codes(codes, categories=cats)
     return pd.DataFrame(cols), warnings
+
+
+def worst_first(table: pd.DataFrame) -> np.ndarray:
+    """Row positions ordered worst first: verdict severity, then the largest relative slowdown."""
+    codes = pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes
+    pct = table["delta_pct"].to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.lexsort((-np.nan_to_num(pct, nan=-np.inf), codes))
 
 
 def compare_files(

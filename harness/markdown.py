@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from harness.compare import Comparison
+from harness.compare import Comparison, worst_first
 from harness.envinfo import side_by_side
 
 MARKER = "<!-- harness:perf-compare -->"
@@ -34,10 +34,17 @@ def _header(df: pd.DataFrame, with_note: bool) -> str:
     return "| " + " | ".join(cols) + " |\n|" + "|".join("---" for _ in cols) + "|\n"
 
 
+def _ordered(df: pd.DataFrame, chunk: int = 256) -> Iterator[tuple]:
+    """Rows worst first, taken a chunk at a time: a million-case table renders only the rows that fit."""
+    order = worst_first(df)
+    for start in range(0, len(order), chunk):
+        yield from df.iloc[order[start : start + chunk]].itertuples(index=False)
+
+
 def _rows(df: pd.DataFrame, with_note: bool) -> Iterator[str]:
-    """Table rows, made lazily: a million-case comparison renders only the rows that fit."""
+    """Table rows, made lazily, worst first."""
     shape = [c for c in SHAPE if c in df.columns]
-    for r in df.itertuples(index=False):
+    for r in _ordered(df):
         d = r._asdict()
         verdict = d["verdict"]
         cells = [

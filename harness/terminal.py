@@ -6,7 +6,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from harness.compare import Comparison
+from harness.compare import Comparison, worst_first
 from harness.envinfo import one_line
 
 STYLE = {
@@ -67,6 +67,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
         con.print(t)
 
     bad = cmp.table[cmp.table["verdict"].isin(["regression", "failed_in_tot", "missing_in_tot"])]
+    bad = bad.iloc[worst_first(bad)]
     if len(bad):
         t = Table(
             title=f"worst {min(worst, len(bad))} of {len(bad)} regressions and TOT failures", title_justify="left"
