@@ -51,8 +51,14 @@ class Comparison:
         return {v: int(vc.get(v, 0)) for v in VERDICTS}
 
     def per_kernel(self) -> pd.DataFrame:
-        ct = pd.crosstab(self.table["kernel"], self.table["verdict"])
-        return ct.reindex(columns=[v for v in VERDICTS if v in ct.columns])
+        """Cases per (kernel, verdict), kernels as rows, only verdicts that occur as columns."""
+        kcodes, kernels = pd.factorize(self.table["kernel"], sort=True)
+        vcodes = pd.Categorical(self.table["verdict"], categories=list(VERDICTS)).codes
+        counts = np.bincount(kcodes * len(VERDICTS) + vcodes, minlength=len(kernels) * len(VERDICTS))
+        ct = pd.DataFrame(
+            counts.reshape(len(kernels), len(VERDICTS)), index=pd.Index(kernels, name="kernel"), columns=list(VERDICTS)
+        )
+        return ct.loc[:, ct.sum(axis=0) > 0]
 
     @property
     def blocking(self) -> int:
@@ -185,8 +191,10 @@ def compare_frames(
         golden_status=pd.Categorical.from_codes(np.where(gsc < 0, len(STATUSES), gsc), categories=[*STATUSES, ""]),
         tot_status=pd.Categorical.from_codes(np.where(tsc < 0, len(STATUSES), tsc), categories=[*STATUSES, ""]),
         golden_config=_col(golden, "config", gi),
-        tot_config=_col(tot, "config", ti),
     )
+    tot_cfg = _col(tot, "config", ti)
+    # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
+    cols["tot_config"] = tot_cfg.where(tot_cfg != cols["golden_config"], "")
 
     # notes only for the few failed/unstable rows: codes into a small category list, "" everywhere else
     note_of: dict[int, str] = {}
