@@ -172,6 +172,38 @@ def run(
         raise typer.Exit(1)
 
 
+publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment.", no_args_is_help=True)
+app.add_typer(publish_app, name="publish")
+
+
+@publish_app.command("github")
+def publish_github(
+    compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
+    repo: Annotated[str, typer.Option(help="OWNER/NAME")],
+    pr: Annotated[int, typer.Option(help="pull request number")],
+    token_env: Annotated[str, typer.Option(help="environment variable holding the token")] = "GITHUB_TOKEN",
+    api_url: Annotated[
+        str, typer.Option(help="GitHub API root (GHES: https://HOST/api/v3)")
+    ] = "https://api.github.com",
+    artifact: Annotated[
+        str, typer.Option(help="where the full tables are (named if the comment is cut)")
+    ] = "the run's artifacts",
+) -> None:
+    """Create or update the one comment on PR that carries the comparison (found by its hidden marker)."""
+    import os
+
+    from harness.compare import load_compare
+    from harness.markdown import render_markdown
+    from harness.publish_github import GitHub
+
+    token = os.environ.get(token_env, "")
+    if not token:
+        raise HarnessError(f"${token_env} is empty: give a token with pull-requests: write")
+    body = render_markdown(load_compare(compare_csv), artifact=artifact)
+    action, cid = GitHub(repo=repo, token=token, api_url=api_url).upsert_comment(pr, body)
+    print(f"{action} comment {cid} on {repo}#{pr}")
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)  # click returns Exit's code instead of raising it here

@@ -1,0 +1,140 @@
+"""The sticky PR comment against a local HTTP server that implements the GitHub endpoints it calls."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from harness.compare import compare_files, write_compare
+from harness.errors import HarnessError
+from harness.markdown import MARKER
+from harness.publish_github import GitHub
+from tests.conftest import DATA
+
+
+class FakeGitHub:
+    def __init__(self):
+        self.comments: list[dict] = [{"id": 1, "body": "LGTM"}]
+        self.requests: list[tuple[str, str, str | None]] = []
+        self.fail: list[int] = []  # statuses to answer next, once each
+        self.next_id = 100
+
+    def handler(self):
+        gh = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, obj=None, headers=None):
+                self.send_response(code)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                data = json.dumps(obj).encode() if obj is not None else b""
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n).decode() if n else None
+                gh.requests.append((method, self.path, self.headers.get("Authorization")))
+                if gh.fail:
+                    code = gh.fail.pop(0)
+                    return self._send(code, {"message": "nope"}, {"Retry-After": "0"} if code == 429 else None)
+                if method == "GET" and re.match(r"/repos/o/r/issues/7/comments", self.path):
+                    return self._send(200, gh.comments)
+                if method == "POST" and self.path == "/repos/o/r/issues/7/comments":
+                    gh.next_id += 1
+                    gh.comments.append({"id": gh.next_id, "body": json.loads(body)["body"]})
+                    return self._send(201, gh.comments[-1])
+                m = re.match(r"/repos/o/r/issues/comments/(\d+)", self.path)
+                if method == "PATCH" and m:
+                    c = next(c for c in gh.comments if c["id"] == int(m.group(1)))
+                    c["body"] = json.loads(body)["body"]
+                    return self._send(200, c)
+                return self._send(404, {"message": "Not Found"})
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_PATCH(self):
+                self._handle("PATCH")
+
+        return H
+
+
+@pytest.fixture
+def server():
+    gh = FakeGitHub()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), gh.handler())
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield gh, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_create_then_update_one_comment(server, tmp_path):
+    gh, url = server
+    api = GitHub(repo="o/r", token="s3cret", api_url=url, backoff_s=0.01)
+    assert api.upsert_comment(7, MARKER + "\nfirst")[0] == "created"
+    action, cid = api.upsert_comment(7, MARKER + "\nsecond")
+    assert action == "updated"
+    ours = [c for c in gh.comments if MARKER in c["body"]]
+    assert len(ours) == 1 and ours[0]["body"].endswith("second") and ours[0]["id"] == cid
+    assert all(auth == "Bearer s3cret" for _, _, auth in gh.requests)
+
+
+def test_retries_429_and_5xx(server):
+    gh, url = server
+    gh.fail = [429, 502]
+    api = GitHub(repo="o/r", token="t", api_url=url, backoff_s=0.01)
+    assert api.upsert_comment(7, "x")[0] == "created"
+    assert [m for m, _, _ in gh.requests][:3] == ["GET", "GET", "GET"]
+
+
+def test_403_is_one_line_without_the_token(server):
+    gh, url = server
+    gh.fail = [403]
+    with pytest.raises(HarnessError) as ei:
+        GitHub(repo="o/r", token="s3cret", api_url=url).upsert_comment(7, "x")
+    msg = str(ei.value)
+    assert "HTTP 403" in msg and "fork PRs" in msg and "s3cret" not in msg and "\n" not in msg
+
+
+def test_cli_publishes_rendered_markdown(server, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    gh, url = server
+    out = write_compare(compare_files(DATA / "golden.csv", DATA / "tot.csv"), tmp_path / "c.csv")
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "publish",
+            "github",
+            str(out),
+            "--repo",
+            "o/r",
+            "--pr",
+            "7",
+            "--api-url",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        env={"GITHUB_TOKEN": "tok", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(DATA.parents[1])},
+    )
+    assert r.returncode == 0, r.stderr
+    assert "created comment" in r.stdout and "tok" not in r.stdout + r.stderr
+    body = gh.comments[-1]["body"]
+    assert body.startswith(MARKER) and "1 regressions, 1 TOT failures" in body
