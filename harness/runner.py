@@ -15,7 +15,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -415,8 +414,7 @@ def run_suite(
                 if not d.need_more:
                     finish(st, _row(st, d.status, time_us=d.value, decision=d, timing=timing))
                 elif len(st.reps) == rnd and rnd == opts.reps:
-                    tick("", 0)
-                    total_steps += stability.MAX_REPS - opts.reps
+                    total_steps += stability.MAX_REPS - opts.reps  # two more reps to come for this case
         clean = True
     finally:
         if worker is not None:  # interrupted (Ctrl-C, SIGTERM): kill the worker, it runs in its own session
@@ -459,7 +457,3 @@ def _rocprof_wrap(timing: str, log_dir: Path) -> list[str] | None:
         raise HarnessError("timing rocprofv3: rocprofv3 is not on PATH")
     d = Path(tempfile.mkdtemp(prefix="rocprof-", dir=log_dir))
     return [exe, "--kernel-trace", "-f", "csv", "-d", str(d), "-o", "trace", "--"]
-
-
-def python_ok(py: str) -> bool:
-    return bool(shutil.which(py) or Path(py).exists()) or py == sys.executable
