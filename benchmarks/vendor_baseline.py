@@ -24,7 +24,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from harness.worker import attribute_dispatches  # noqa: E402
+from harness.worker import attribute_dispatches, kernel_events  # noqa: E402
 from kernels import _common as C  # noqa: E402
 from kernels import load  # noqa: E402
 from kernels._config import resolve  # noqa: E402
@@ -52,16 +52,7 @@ def cupti_us(op, n: int = 20) -> float:
             _flush_marker[grid](buf, buf.numel(), BLOCK=8192)
             op()
         torch.cuda.synchronize()
-    ev = [e for e in prof.profiler.kineto_results.events() if e.device_type() == torch.autograd.DeviceType.CUDA]
-    ev = sorted(
-        (
-            e
-            for e in ev
-            if e.end_ns() > e.start_ns() and "memcpy" not in e.name().lower() and "memset" not in e.name().lower()
-        ),
-        key=lambda e: e.start_ns(),
-    )
-    times, _ = attribute_dispatches([(e.name(), (e.end_ns() - e.start_ns()) / 1e3) for e in ev], FLUSH, n)
+    times, _ = attribute_dispatches(kernel_events(prof), FLUSH, n)
     return statistics.median(times)
 
 

@@ -315,16 +315,7 @@ class Worker:
                 self._flush()
                 op()
             torch.cuda.synchronize()
-        kin = [e for e in prof.profiler.kineto_results.events() if e.device_type() == torch.autograd.DeviceType.CUDA]
-        kin = sorted(
-            (
-                e
-                for e in kin
-                if e.end_ns() > e.start_ns() and "memcpy" not in e.name().lower() and "memset" not in e.name().lower()
-            ),
-            key=lambda e: e.start_ns(),
-        )
-        return attribute_dispatches([(e.name(), (e.end_ns() - e.start_ns()) / 1e3) for e in kin], FLUSH_NAME, n)
+        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, n)
 
     def _time_markers(self, op, n: int, case: dict[str, Any]) -> list[float]:
         """Under rocprofv3 the trace is read by the driver after this process exits; here only the launches
@@ -347,6 +338,24 @@ class Worker:
         self._marker[(idx + 1, rep + 1, 2)](self._marker_buf)
         self._sync()
         return []
+
+
+def kernel_events(prof) -> list[tuple[str, float]]:  # noqa: ANN001 - a finished torch.profiler.profile
+    """(name, µs) of every GPU kernel a torch.profiler session recorded, in start order (copies and memsets
+    dropped)."""
+    import torch
+
+    cuda = torch.autograd.DeviceType.CUDA
+    kin = [e for e in prof.profiler.kineto_results.events() if e.device_type() == cuda]
+    kin = sorted(
+        (
+            e
+            for e in kin
+            if e.end_ns() > e.start_ns() and "memcpy" not in e.name().lower() and "memset" not in e.name().lower()
+        ),
+        key=lambda e: e.start_ns(),
+    )
+    return [(e.name(), (e.end_ns() - e.start_ns()) / 1e3) for e in kin]
 
 
 def attribute_dispatches(events: list[tuple[str, float]], flush_name: str, n: int) -> tuple[list[float], dict]:

@@ -235,3 +235,31 @@ def dot_scaled_unsupported() -> str | None:
     if INTERPRET and triton_version() < (3, 9):
         return f"tl.dot_scaled is not supported by the Triton {triton.__version__} interpreter (needs >= 3.9)"
     return None
+
+
+# ------------------------------------------------------------------------------------- host-side launch
+#: the config keys every GEMM kernel takes as meta-parameters
+TILE_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
+
+
+def tile_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: meta[k] for k in TILE_KEYS}
+
+
+def splitk_target(y: torch.Tensor, num_ksplit: int) -> tuple[torch.Tensor, tuple[int, int, int, int]]:
+    """Where a main kernel writes, and its (b, m, n, k-split) strides: ``y`` itself without split-K, else fp32
+    partials (B, NUM_KSPLIT, M, N) that :func:`splitk_finish` reduces into ``y``."""
+    if num_ksplit == 1:
+        return y, (*y.stride(), 0)
+    B, M, N = y.shape
+    out = torch.empty((B, num_ksplit, M, N), dtype=torch.float32, device=y.device)
+    return out, (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
+
+
+def splitk_finish(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return y if out is y else splitk_reduce(out, y)
+
+
+def gemm_flops(case: dict[str, Any]) -> float:
+    """2·B·M·N·K, with the logical (unpacked) K for the fp4 kernels."""
+    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]

@@ -89,16 +89,14 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     meta, opts = split_config(config, C.backend())
     meta["BLOCK_SIZE_K"] = min(int(meta["BLOCK_SIZE_K"]), triton.next_power_of_2(K))
     ks, split = C.splitk_plan(K, meta, C.MXFP4_GROUP)
-    out = y if ks == 1 else torch.empty((B, ks, M, N), dtype=torch.float32, device=y.device)
-    ys = (*y.stride(), 0) if ks == 1 else (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
+    out, ys = C.splitk_target(y, ks)
     cm = meta.get("cache_modifier") or ""
-    keep = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
     _batched_gemm_a16wfp4_kernel[C.grid(B, M, N, meta, ks)](
         x, w, ws, out, M, N, K, *x.stride(), *w.stride(), *ws.stride(), *ys,
         NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split, EVEN_K=K % split == 0, CACHE_MODIFIER=cm,
-        **{k: meta[k] for k in keep}, **opts,
+        **C.tile_meta(meta), **opts,
     )  # fmt: skip
-    return y if ks == 1 else C.splitk_reduce(out, y)
+    return C.splitk_finish(out, y)
 
 
 def reference(inputs: dict[str, Any]) -> torch.Tensor:
@@ -112,8 +110,7 @@ def tolerance(case: dict[str, Any]) -> float:
     return 1e-2 if case.get("dtype", "bf16") == "bf16" else 2e-3
 
 
-def flops(case: dict[str, Any]) -> float:
-    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]
+flops = C.gemm_flops
 
 
 def bytes_moved(case: dict[str, Any]) -> float:

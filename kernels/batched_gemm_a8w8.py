@@ -87,15 +87,13 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     N = w.shape[1]
     meta, opts = split_config(config, C.backend())
     ks, split = C.splitk_plan(K, meta, 1)
-    meta = {k: v for k, v in meta.items() if k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")}
-    out = y if ks == 1 else torch.empty((B, ks, M, N), dtype=torch.float32, device=y.device)
-    ys = (*y.stride(), 0) if ks == 1 else (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
+    out, ys = C.splitk_target(y, ks)
     _batched_gemm_a8w8_kernel[C.grid(B, M, N, meta, ks)](
         x, w, xs, ws, bias if bias is not None else xs, out, M, N, K, *x.stride(), *w.stride(),
         xs.stride(0), xs.stride(1), ws.stride(0), ws.stride(2), bias.stride(0) if bias is not None else 0, *ys,
-        HAS_BIAS=bias is not None, NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split, EVEN_K=K % split == 0, **meta, **opts,
+        HAS_BIAS=bias is not None, NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split, EVEN_K=K % split == 0, **C.tile_meta(meta), **opts,
     )  # fmt: skip
-    return y if ks == 1 else C.splitk_reduce(out, y)
+    return C.splitk_finish(out, y)
 
 
 def reference(inputs: dict[str, Any]) -> torch.Tensor:
@@ -110,8 +108,7 @@ def tolerance(case: dict[str, Any]) -> float:
     return 1e-2 if case.get("out_dtype", "bf16") == "bf16" else 2e-3
 
 
-def flops(case: dict[str, Any]) -> float:
-    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]
+flops = C.gemm_flops
 
 
 def bytes_moved(case: dict[str, Any]) -> float:

@@ -92,17 +92,15 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     meta, opts = split_config(config, C.backend())
     meta["BLOCK_SIZE_K"] = GROUP_SIZE  # the quantization group: forced, as in AITER
     ks, split = C.splitk_plan(K, meta, GROUP_SIZE)
-    out = y if ks == 1 else torch.empty((B, ks, M, N), dtype=torch.float32, device=y.device)
-    ys = (*y.stride(), 0) if ks == 1 else (out.stride(0), out.stride(2), out.stride(3), out.stride(1))
-    keep = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
+    out, ys = C.splitk_target(y, ks)
     _batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant_kernel[C.grid(B, M, N, meta, ks)](
         x, w, wsc, bias if bias is not None else x, out, M, N, K, *x.stride(), *w.stride(),
         bias.stride(0) if bias is not None else 0, *ys,
         HAS_BIAS=bias is not None, FP8_MAX=float(torch.finfo(w.dtype).max),
         ROUND_BEFORE_CAST=C.INTERPRET, NUM_KSPLIT=ks, SPLITK_BLOCK_SIZE=split,
-        EVEN_K=K % split == 0, **{k: meta[k] for k in keep}, **opts,
+        EVEN_K=K % split == 0, **C.tile_meta(meta), **opts,
     )  # fmt: skip
-    return y if ks == 1 else C.splitk_reduce(out, y)
+    return C.splitk_finish(out, y)
 
 
 def reference(inputs: dict[str, Any]) -> torch.Tensor:
@@ -125,8 +123,7 @@ def tolerance(case: dict[str, Any]) -> float:
     return 1e-2 if case.get("dtype", "bf16") == "bf16" else 3e-3
 
 
-def flops(case: dict[str, Any]) -> float:
-    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]
+flops = C.gemm_flops
 
 
 def bytes_moved(case: dict[str, Any]) -> float:
