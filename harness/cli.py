@@ -172,7 +172,7 @@ def run(
         raise typer.Exit(1)
 
 
-publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment.", no_args_is_help=True)
+publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=True)
 app.add_typer(publish_app, name="publish")
 
 
@@ -202,6 +202,29 @@ def publish_github(
     body = render_markdown(load_compare(compare_csv), artifact=artifact)
     action, cid = GitHub(repo=repo, token=token, api_url=api_url).upsert_comment(pr, body)
     print(f"{action} comment {cid} on {repo}#{pr}")
+
+
+@publish_app.command("sheets")
+def publish_sheets(
+    compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
+    spreadsheet: Annotated[str, typer.Option(help="the spreadsheet's ID or URL (shared with the service account)")],
+    title: Annotated[
+        str, typer.Option(help="worksheets are 'TITLE · summary' and 'TITLE · cases'; others are left alone")
+    ] = "harness",
+    credentials: Annotated[
+        str | None,
+        typer.Option(
+            help="service-account key file; default: $HARNESS_SHEETS_CREDENTIALS, then "
+            "$GOOGLE_APPLICATION_CREDENTIALS (a path or the JSON itself)"
+        ),
+    ] = None,
+) -> None:
+    """Replace this title's summary and cases worksheets in a Google spreadsheet with the comparison."""
+    from harness.compare import load_compare
+    from harness.publish_sheets import publish_sheets as publish
+
+    url = publish(load_compare(compare_csv), spreadsheet, title=title, credentials=credentials)
+    print(f"published '{title} · summary' and '{title} · cases' to {url}")
 
 
 def main() -> None:

@@ -29,3 +29,7 @@ def test_workflow_shape():
     assert "--fail-on-regression" in text and "GITHUB_STEP_SUMMARY" in text and "upload-artifact" in text
     for step in job["steps"]:
         assert "secrets." not in step.get("run", ""), "secrets only through env"
+    sheets = steps["Google spreadsheet"]
+    assert "head.repo.full_name == github.repository" in sheets["if"] and "vars.HARNESS_SPREADSHEET" in sheets["if"]
+    assert sheets["env"]["HARNESS_SHEETS_CREDENTIALS"] == "${{ secrets.HARNESS_SHEETS_CREDENTIALS }}"
+    assert "harness publish sheets" in sheets["run"]
