@@ -110,12 +110,20 @@ def run(
     filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
     reps: Annotated[int, typer.Option(help="first reps per case (the stability rule may add 2)")] = 3,
     launches: Annotated[
-        int | None, typer.Option(help="timed launches per rep (default: ~20 ms worth, 5..100; 3 for wallclock)")
+        int | None, typer.Option(help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)")
     ] = None,
     timeout: Annotated[float, typer.Option(help="seconds a case may take to answer before it is a timeout")] = 600.0,
     timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,
     fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
+    artifacts: Annotated[
+        bool,
+        typer.Option(
+            "--artifacts",
+            help="keep each case's compiled kernels (TTIR, TTGIR, LLVM IR, PTX/SASS or AMDGCN, resources) in "
+            "OUT's folder NAME.artifacts/ for `harness explain`",
+        ),
+    ] = False,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
     from rich.progress import (
@@ -140,7 +148,9 @@ def run(
     cases = select(load_suite(suite), kernel, filter_)
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
-    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, timing=timing)
+    opts = RunOptions(
+        reps=reps, launches=launches, timeout_s=timeout, resume=resume, timing=timing, artifacts=artifacts
+    )
     import signal
 
     def _term(signum, frame):  # noqa: ANN001 - `timeout`/CI cancellation: unwind so the worker is killed too

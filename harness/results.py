@@ -42,6 +42,7 @@ OPTIONAL = (
     "rel_err",
     "timing",
     "error",
+    "artifacts",
 )
 #: the column order the runner writes
 COLUMNS = REQUIRED[:2] + SHAPE_COLUMNS + REQUIRED[2:] + OPTIONAL
@@ -56,6 +57,7 @@ TEXT_COLUMNS = (
     "dispatch_us",
     "timing",
     "error",
+    "artifacts",
 )
 
 

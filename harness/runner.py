@@ -138,6 +138,8 @@ class RunOptions:
     timing: str | None = None  # overrides the env spec's
     log_dir: Path | None = None
     quiet: bool = False
+    artifacts: bool = False  # keep compiled kernels in artifacts_dir(out)
+    heat_s: float = 5.0  # GPU timing: sustained load before the first rep round
 
 
 @dataclass
@@ -178,6 +180,7 @@ def _row(
         "rel_err": p.get("rel_err"),
         "timing": timing,
         "error": error[-1500:] if error else "",
+        "artifacts": ";".join(p.get("artifacts") or []),
     }
     if st.reps:
         row["reps"] = len(st.reps)
@@ -229,6 +232,12 @@ class Journal:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def artifacts_dir(out: Path) -> Path:
+    """Where ``--artifacts`` keeps the compiled kernels of the run writing ``out`` (one folder per env's file)."""
+    out = Path(out)
+    return out.with_name(out.stem + ".artifacts")
 
 
 def run_suite(
@@ -285,7 +294,7 @@ def run_suite(
     if timing != worker.timing:
         worker.close()
         worker = start()
-    # 0: the worker picks per case (~20 ms a rep); rocprofv3 needs a fixed count to check the trace against
+    # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
     n = opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(timing, 0)
     fingerprint = {"env": spec.name, "triton": info["triton"]["version"], "python": info["python"]["executable"]}
     journal = Journal(out.with_name(out.name + ".journal.jsonl"), fingerprint, opts.resume)
@@ -311,8 +320,11 @@ def run_suite(
         "gpu": {**info.get("gpu", {}), **({"before": gpu_state()} if timing != "wallclock" else {})},
         "timing": timing,
         "launches_per_rep": n,
+        "heat_s": opts.heat_s if timing != "wallclock" else 0.0,
         "host": os.uname().nodename,
     }
+    if opts.artifacts:
+        env_meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file
     if timing == "wallclock":
         env_meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
     if not (opts.resume and side.exists()):
@@ -353,7 +365,10 @@ def run_suite(
         for i, st in enumerate(todo):  # phase 1: build, compile, check
             st.case["index"] = i
             if st.prep is None:
-                st.prep = ask({"op": "prepare", "case": st.case, "check": True}, st)
+                req = {"op": "prepare", "case": st.case, "check": True}
+                if opts.artifacts:
+                    req["artifacts"] = str(artifacts_dir(out).resolve())
+                st.prep = ask(req, st)
                 journal.add({"kind": "prepare", "key": st.key, "answer": st.prep})
             if st.prep.get("status") != "ok":
                 finish(
@@ -362,6 +377,8 @@ def run_suite(
                 tick(st.case["case_id"], -opts.reps)
             else:
                 tick(st.case["case_id"])
+        if timing in ("cupti", "events", "rocprofv3") and opts.heat_s > 0 and any(s.final is None for s in todo):
+            ask({"op": "heat", "seconds": opts.heat_s}, todo[0])
         for rnd in range(1, stability.MAX_REPS + 1):  # phase 2: reps, round-robin over the suite
             pending = [s for s in todo if s.final is None and len(s.reps) < rnd]
             traced: list[CaseState] = []

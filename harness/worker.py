@@ -6,7 +6,9 @@ print there, and the driver keeps stdout/stderr only as error text).
 
 Requests:
   {"op": "hello"}                                    -> environment facts (versions, GPU, knobs)
-  {"op": "prepare", "case": {...}, "check": true}    -> build inputs, resolve config, compile (timed), check
+  {"op": "prepare", "case": {...}, "check": true,    -> build inputs, resolve config, compile (timed), check;
+   "artifacts": DIR}                                    with DIR: store each compiled kernel the case launched
+  {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20}             -> one rep: n timed launches (L2 flushed before each), median
   {"op": "quit"}
 A case that fails answers {"status": <compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
@@ -28,6 +30,10 @@ from typing import Any
 
 KNOB_PREFIXES = ("TRITON_", "AMDGCN_", "MLIR_", "LLVM_", "PTXAS", "NVPTX_", "HIP_", "CUDA_VISIBLE", "ROCR_")
 FLUSH_BYTES = 256 * 1024 * 1024
+#: auto launch count: about this much kernel time per rep, at least this many launches. Power-bound ms-long
+#: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
+AUTO_REP_US = 40_000
+AUTO_MIN_LAUNCHES = 10
 FLUSH_NAME = "_harness_l2_flush"
 MARKER_NAME = "_harness_marker"
 
@@ -150,7 +156,7 @@ class Worker:
     def _key(case: dict[str, Any]) -> str:
         return f"{case['kernel']}/{case['case_id']}"  # case ids repeat across kernels: the key needs both
 
-    def prepare(self, case: dict[str, Any], check: bool = True) -> dict[str, Any]:
+    def prepare(self, case: dict[str, Any], check: bool = True, artifacts: str = "") -> dict[str, Any]:
         cid = self._key(case)
         out: dict[str, Any] = {"case_id": case["case_id"]}
         try:
@@ -176,12 +182,21 @@ class Worker:
         self.C.poison_(y)
         t0 = time.perf_counter()
         try:
-            result = k.launch(inputs, cfg)
+            if artifacts:
+                result, compiled = capture_compiled(lambda: k.launch(inputs, cfg))
+            else:
+                result, compiled = k.launch(inputs, cfg), []
             self._sync()
         except Exception as exc:  # noqa: BLE001
             status = "compile_error" if _compile_error(exc) else "runtime_error"
             return {**out, "status": status, "error": _error_text(exc)}
         out["compile_s"] = time.perf_counter() - t0
+        if artifacts:
+            try:
+                out["artifacts"] = [dump_compiled(c, artifacts) for c in compiled]
+            except Exception as exc:  # noqa: BLE001 - never lose the measurement over a failed dump
+                out["artifacts"] = []
+                out["artifacts_error"] = _error_text(exc)
         if check:
             try:
                 ref = k.reference(inputs)
@@ -255,14 +270,14 @@ class Worker:
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self._sync()
-        if n <= 0:  # auto: ~20 ms of kernel time per rep, 5..100 launches, fixed per case for all its reps
+        if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
             if "n" not in entry:
                 t0 = time.perf_counter()
                 for _ in range(3):
                     op()
                 self._sync()
                 est_us = (time.perf_counter() - t0) / 3 * 1e6
-                entry["n"] = int(min(100, max(5, 20_000 // max(est_us, 1.0))))
+                entry["n"] = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est_us, 1.0))))
             n = entry["n"]
         try:
             if self.timing == "cupti":
@@ -281,6 +296,23 @@ class Worker:
         if dispatch:
             res["dispatch_us"] = dispatch
         return res
+
+    def heat(self, seconds: float) -> dict[str, Any]:
+        """Keep the GPU busy with large matmuls for ``seconds``, so the first reps run at the same power and
+        temperature as the later ones (a GPU idle while the suite compiled starts cool and boosts higher)."""
+        if self.C.backend() == "interp" or seconds <= 0:
+            return {"status": "ok", "seconds": 0.0}
+        torch = self.torch
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(10):
+                torch.mm(a, b)
+            self._sync()
+        del a, b
+        torch.cuda.empty_cache()
+        return {"status": "ok", "seconds": time.perf_counter() - t0}
 
     def _time_wallclock(self, op, n: int) -> list[float]:
         out = []
@@ -385,6 +417,114 @@ def attribute_dispatches(events: list[tuple[str, float]], flush_name: str, n: in
     return [sum(us for _, us in g) for g in groups], {k: statistics.median(v) for k, v in per_name.items()}
 
 
+# -------------------------------------------------------------------------------------------- artifacts
+#: text stages kept per compiled kernel (whatever the backend produced), plus "sass" made from the cubin
+STAGES = ("ttir", "ttgir", "llir", "ptx", "amdgcn", "source")
+
+
+def capture_compiled(launch):  # noqa: ANN001, ANN201 - a zero-argument callable; returns (its result, kernels)
+    """Run ``launch`` and collect every compiled Triton kernel it launched (user kernels included).
+
+    ``JITFunction.run`` returns the compiled kernel in every supported Triton (3.4–3.9), cache hit or not, so
+    wrapping it for one call sees exactly the kernels of this case, in launch order.
+    """
+    from triton.runtime.jit import JITFunction
+
+    seen: list[Any] = []
+    original = JITFunction.run
+
+    def run(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        k = original(self, *args, **kwargs)
+        if k is not None and hasattr(k, "asm") and all(k is not s for s in seen):
+            seen.append(k)
+        return k
+
+    JITFunction.run = run
+    try:
+        result = launch()
+    finally:
+        JITFunction.run = original
+    return result, seen
+
+
+def _nvidia_tool(name: str) -> str | None:
+    import shutil
+
+    import triton
+
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+    return bundled if os.access(bundled, os.X_OK) else shutil.which(name)
+
+
+def cubin_resources(cubin: bytes) -> dict[str, int]:
+    """``cuobjdump -res-usage``: REG, STACK, SHARED, LOCAL (bytes of local memory: spills live there)."""
+    import re
+    import subprocess
+    import tempfile
+
+    tool = _nvidia_tool("cuobjdump")
+    if not tool:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        text = subprocess.run([tool, "-res-usage", fh.name], capture_output=True, text=True, timeout=60).stdout
+    return {k.lower(): int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", text)}
+
+
+def dump_compiled(k: Any, root: str) -> str:
+    """Store one compiled kernel's stages and resources under ``root/<hash>-<name>/``; returns that folder's name.
+
+    The folder is keyed by the kernel's compile hash, so cases sharing a compiled kernel store it once; a folder
+    already complete (its meta.json exists) is not written again.
+    """
+    import triton
+
+    md = k.metadata
+    name = getattr(md, "name", None) or getattr(k, "name", "kernel")
+    kid = f"{str(getattr(md, 'hash', '') or 'nohash')[:16]}-{name}"
+    folder = os.path.join(root, kid)
+    if os.path.exists(os.path.join(folder, "meta.json")):
+        return kid
+    os.makedirs(folder, exist_ok=True)
+    files = []
+    asm = k.asm
+    for stage in STAGES:
+        if stage in asm:
+            text = asm[stage]
+            with open(os.path.join(folder, stage), "w", encoding="utf-8") as fh:
+                fh.write(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+            files.append(stage)
+    meta: dict[str, Any] = {}
+    if "cubin" in asm:
+        try:
+            sass = asm["sass"]  # Triton disassembles the cubin with its bundled cuobjdump / nvdisasm
+            with open(os.path.join(folder, "sass"), "w", encoding="utf-8") as fh:
+                fh.write(sass)
+            files.append("sass")
+        except Exception as exc:  # noqa: BLE001 - no disassembler: keep everything else
+            meta["sass_error"] = _tail(_error_text(exc), 300)
+        try:
+            meta["cubin_resources"] = cubin_resources(asm["cubin"])
+        except Exception as exc:  # noqa: BLE001
+            meta["cubin_resources_error"] = _tail(_error_text(exc), 300)
+    md_dict = md._asdict() if hasattr(md, "_asdict") else dict(getattr(md, "__dict__", {}))
+    meta.update(
+        name=name,
+        triton=getattr(triton, "__version__", ""),
+        files=files,
+        metadata={k2: v for k2, v in md_dict.items() if isinstance(v, (int, float, str, bool, type(None), list))},
+        target=str(md_dict.get("target", "")),
+        n_regs=getattr(k, "n_regs", None),
+        n_spills=getattr(k, "n_spills", None),
+    )
+    tmp = os.path.join(folder, "meta.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=1, default=str, sort_keys=True)
+    os.replace(tmp, os.path.join(folder, "meta.json"))
+    return kid
+
+
 def _dist_commit(name: str) -> str | None:
     try:
         from importlib.metadata import distribution
@@ -427,7 +567,9 @@ def main() -> None:
         if op == "hello":
             send({"status": "ok", "info": w.hello()})
         elif op == "prepare":
-            send(w.prepare(req["case"], bool(req.get("check", True))))
+            send(w.prepare(req["case"], bool(req.get("check", True)), str(req.get("artifacts") or "")))
+        elif op == "heat":
+            send(w.heat(float(req.get("seconds", 0))))
         elif op == "time":
             send(w.time(req["case"], int(req.get("n", 20))))
         else:

@@ -2,6 +2,7 @@
 # GPU validation: golden (the machine's Triton) vs TOT (a second Triton on an overlay path) on one CUDA GPU.
 #
 #   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
+#   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
 #   RESULTS              where outputs go (default reports/gpu-validation); $OUT/results.tgz too when OUT is set
@@ -30,7 +31,7 @@ for step in "$@"; do
     suite)
       for s in golden tot; do
         stamp "run $s start"
-        h run --env envs/$s.yaml --suite "$SUITE" --out "$R/$s.csv" --resume 2>&1 | tail -2
+        h run --env envs/$s.yaml --suite "$SUITE" --out "$R/$s.csv" --resume --artifacts 2>&1 | tail -2
         stamp "run $s end"
       done
       h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
@@ -63,4 +64,11 @@ for step in "$@"; do
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
-if [ -n "${OUT:-}" ]; then tar czf "$OUT/results.tgz" "$R"; fi
+if [ -n "${OUT:-}" ]; then  # the device tool brings back at most 8 files of 16 MiB
+  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' "$R"
+  tar czf "$OUT/logs.tgz" "$R"/*.logs 2>/dev/null || true
+  for s in golden tot; do
+    [ -d "$R/$s.artifacts" ] && tar cJf "$OUT/artifacts-$s.txz" -C "$R" "$s.artifacts"
+  done
+  ls -la "$OUT"
+fi
