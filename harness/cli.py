@@ -182,6 +182,27 @@ def run(
         raise typer.Exit(1)
 
 
+@app.command()
+def explain(
+    compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
+    out: Annotated[Path, typer.Option("--out", help="folder for index.md / index.html and one page per case")],
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="regex over 'kernel/case_id' (repeatable); default: regressions")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="at most this many cases, worst first")] = 20,
+    golden_artifacts: Annotated[
+        Path | None, typer.Option(help="golden artifacts folder (default: beside the golden results file)")
+    ] = None,
+    tot_artifacts: Annotated[Path | None, typer.Option(help="TOT artifacts folder (default: beside TOT's)")] = None,
+) -> None:
+    """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
+    from harness.explain import explain_cases, write_explain
+
+    cases = explain_cases(compare_csv, case, golden_artifacts, tot_artifacts, limit)
+    index = write_explain(cases, out)
+    print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")
+
+
 publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=True)
 app.add_typer(publish_app, name="publish")
 
@@ -198,6 +219,9 @@ def publish_github(
     artifact: Annotated[
         str, typer.Option(help="where the full tables are (named if the comment is cut)")
     ] = "the run's artifacts",
+    explain_url: Annotated[
+        str, typer.Option(help="link to `harness explain` output (compiled-kernel diffs of the regressions)")
+    ] = "",
 ) -> None:
     """Create or update the one comment on PR that carries the comparison (found by its hidden marker)."""
     import os
@@ -209,7 +233,7 @@ def publish_github(
     token = os.environ.get(token_env, "")
     if not token:
         raise HarnessError(f"${token_env} is empty: give a token with pull-requests: write")
-    body = render_markdown(load_compare(compare_csv), artifact=artifact)
+    body = render_markdown(load_compare(compare_csv), artifact=artifact, explain_url=explain_url)
     action, cid = GitHub(repo=repo, token=token, api_url=api_url).upsert_comment(pr, body)
     print(f"{action} comment {cid} on {repo}#{pr}")
 

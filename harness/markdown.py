@@ -68,6 +68,7 @@ def render_markdown(
     limit: int = GITHUB_LIMIT,
     artifact: str = "the compare.csv artifact",
     title: str = "Kernel performance: golden vs TOT",
+    explain_url: str = "",
 ) -> str:
     t = cmp.table
     counts = cmp.counts()
@@ -79,6 +80,8 @@ def render_markdown(
         f"**{status}** across {len(t)} cases.  \n",
         f"Rule: {cmp.rule.describe()}.\n\n",
     ]
+    if explain_url:
+        parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")
     env_rows = side_by_side(cmp.golden_env, cmp.tot_env)
     if env_rows:
         parts.append("| | golden | TOT |\n|---|---|---|\n")

@@ -157,6 +157,15 @@ class Worker:
         return f"{case['kernel']}/{case['case_id']}"  # case ids repeat across kernels: the key needs both
 
     def prepare(self, case: dict[str, Any], check: bool = True, artifacts: str = "") -> dict[str, Any]:
+        """Build, compile and check one case. Out of GPU memory with other cases still held: drop them all, retry."""
+        res = self._prepare(case, check, artifacts)
+        if res.get("status") == "runtime_error" and "out of memory" in res.get("error", "") and self.prepared:
+            self.prepared.clear()
+            self.torch.cuda.empty_cache()
+            res = self._prepare(case, check, artifacts)
+        return res
+
+    def _prepare(self, case: dict[str, Any], check: bool, artifacts: str) -> dict[str, Any]:
         cid = self._key(case)
         out: dict[str, Any] = {"case_id": case["case_id"]}
         try:
@@ -173,6 +182,7 @@ class Worker:
         except Exception as exc:  # noqa: BLE001
             return {**out, "status": "skipped", "error": f"config: {exc}"}
         out.update(config=cfg, config_source=source, tuned=tuned)
+        self._evict(cid)  # before allocating this case's inputs, not after
         try:
             inputs = k.make_inputs(case, int(case.get("seed", 0)))
         except Exception as exc:  # noqa: BLE001

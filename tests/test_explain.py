@@ -1,0 +1,199 @@
+"""`harness explain` on real compiled kernels.
+
+tests/data/artifacts holds one kernel pair captured by `harness run --artifacts` on an H100 (2026-11-22,
+reports/h100-triton-3.6.0-vs-3.9.0): batched_gemm_a8w8 for B=128 M=1024 N=512 K=128 under Triton 3.6.0 and
+3.9.0 (ttgir, sass and meta.json kept; +22 % in that run). The capture itself is tested by compiling a kernel
+ahead of time for sm_90 on this CPU under both installed Triton versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.compare import compare_files, write_compare
+from harness.errors import HarnessError
+from harness.explain import (
+    amdgcn_mix,
+    amdgcn_resources,
+    diff_kernels,
+    explain_cases,
+    headline,
+    load_kernel,
+    nvidia_occupancy,
+    ptx_mix,
+    register_agnostic,
+    sass_instructions,
+    sass_mix,
+    ttgir_facts,
+    write_explain,
+)
+from harness.results import COLUMNS
+from tests.conftest import DATA, ROOT
+
+ART = DATA / "artifacts"
+GID = "e33b0e1ff21e7990-_batched_gemm_a8w8_kernel"
+TID = "c7060343e86b4d9b-_batched_gemm_a8w8_kernel"
+
+
+def test_real_pair_resources_and_mix():
+    kd = diff_kernels(load_kernel(ART / "golden", GID), load_kernel(ART / "tot", TID))
+    res = {k: (a, b) for k, a, b, _ in kd.resources}
+    assert res["registers"] == ("168", "200")
+    assert res["blocks_per_sm"] == ("3", "2")  # 168 regs: 5376 a warp → 12 warps → 3 blocks of 4; 200: 6400 → 10 → 2
+    assert res["num_warps"] == ("4", "4") and res["shared_bytes"] == ("49152", "49152")
+    mix = {k: (a, b) for k, a, b, _ in kd.mix}
+    assert mix["matrix IGMMA"][0] == mix["matrix IGMMA"][1] > 0  # int8 warp-group MMA in both
+    assert kd.ttgir["ops"] == [("ttng.fence_async_shared", 0, 1)]
+    assert kd.diff and kd.structural and len(kd.structural) < len(kd.diff)
+    assert headline(kd).startswith("registers 168→200; occupancy 19%→12%")
+
+
+def test_sass_parsing_of_both_listing_forms():
+    nvdisasm = "Function:k\n--:-:0:-:1\tLDC R1, c[0x0][0x28];\n02:-:-:Y:5\t@!P0 LDG.E.128 R4, desc[UR4][R2.64];\n"
+    cuobjdump = "        /*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ ;\n"
+    assert sass_instructions(nvdisasm) == ["LDC R1, c[0x0][0x28]", "@!P0 LDG.E.128 R4, desc[UR4][R2.64]"]
+    mix = sass_mix(nvdisasm + cuobjdump + "STG.E.U16 [R2], R5 ;\n")
+    assert mix["global load 128-bit"] == 1 and mix["matrix HGMMA"] == 1 and mix["global store 16-bit"] == 1
+    assert register_agnostic(["IADD3 R7, R11, 0x380, UR4", "v_add v[4:7], s3"]) == [
+        "IADD3 R#, R#, 0x380, UR#",
+        "v_add v[#], s#",
+    ]
+
+
+def test_ptx_and_amdgcn_mix():
+    ptx = (
+        "\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {..};\n\tld.global.v4.b32 {%r1,%r2,%r3,%r4}, [%rd1];\n"
+    )
+    ptx += "\tcp.async.cg.shared.global [%r5], [%rd2], 16;\n\tbar.sync 0;\n\tst.global.b16 [%rd3], %rs1;\n"
+    m = ptx_mix(ptx)
+    assert m["matrix wgmma"] == 1 and m["global load vector x4"] == 1 and m["barrier bar.sync"] == 1
+    assert m["async copy global→shared (cp.async)"] == 1 and m["global store scalar"] == 1
+    gcn = "  v_mfma_f32_32x32x8_bf16 a[0:15], v[0:1], v[2:3], a[0:15]\n  global_load_dwordx4 v[4:7], v[8:9], off\n"
+    gcn += "  ds_read_b128 v[10:13], v14\n  s_barrier\n  .vgpr_count: 128\n  .agpr_count: 64\n  .vgpr_spill_count: 3\n"
+    gm = amdgcn_mix(gcn)
+    assert gm["matrix MFMA"] == 1 and gm["global load dwordx4"] == 1 and gm["barrier/sync s_barrier"] == 1
+    assert amdgcn_resources(gcn) == {"vgpr": 128, "agpr": 64, "vgpr_spill": 3}
+
+
+def test_occupancy_limits():
+    assert nvidia_occupancy("sm90", 8, 64, 0)["blocks_per_sm"] == 4  # 64 warps / 8
+    o = nvidia_occupancy("sm90", 4, 255, 0)
+    assert o["blocks_per_sm"] == 2 and o["limited_by"] == "registers"  # 256 regs × 32 × 4 = 32K per block
+    o = nvidia_occupancy("sm90", 4, 32, 160 * 1024)
+    assert o["blocks_per_sm"] == 1 and o["limited_by"] == "shared memory"
+
+
+def test_ttgir_facts_from_the_real_file():
+    f = ttgir_facts((ART / "golden" / GID / "ttgir").read_text())
+    assert any("nvidia_mma" in v and "versionMajor = 3" in v for v in f["layouts"].values())
+    assert f["attrs"]["ttg.num-warps"] == "4"
+    assert f["ops"]["ttng.warp_group_dot"] > 0
+
+
+def _results_with_artifacts(path: Path, ids: str, time_us: float) -> Path:
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(kernel="batched_gemm_a8w8", case_id="B128_M1024_N512_K128", B=128, M=1024, N=512, K=128)
+    row.update(dtype="int8", time_us=time_us, status="ok", artifacts=ids)
+    other = dict(row, case_id="B128_M16_N512_K128", M=16, time_us=10.0, artifacts="")
+    lines = [",".join(COLUMNS)] + [",".join(str(r[c]) for c in COLUMNS) for r in (row, other)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_explain_end_to_end(tmp_path):
+    for side in ("golden", "tot"):
+        shutil.copytree(ART / side, tmp_path / f"{side}.artifacts")
+    g = _results_with_artifacts(tmp_path / "golden.csv", GID, 69.83)
+    t = _results_with_artifacts(tmp_path / "tot.csv", TID, 85.53)
+    cmp_csv = write_compare(compare_files(g, t), tmp_path / "compare.csv")
+    cases = explain_cases(cmp_csv)
+    assert [(c.kernel, c.case_id) for c in cases] == [("batched_gemm_a8w8", "B128_M1024_N512_K128")]
+    index = write_explain(cases, tmp_path / "explain")
+    text = index.read_text()
+    assert "+22.5 %" in text and "registers 168→200" in text
+    page = (tmp_path / "explain" / "batched_gemm_a8w8__B128_M1024_N512_K128.md").read_text()
+    assert "| registers | 168 | 200 | +32 |" in page and "ttng.fence_async_shared" in page
+    assert (tmp_path / "explain" / f"diff-{GID[:16]}-{TID[:16]}.diff").read_text().startswith("--- golden/")
+    html = (tmp_path / "explain" / "index.html").read_text()
+    assert "<table>" in html and "batched_gemm_a8w8__B128_M1024_N512_K128.html" in html
+
+    with pytest.raises(HarnessError, match="no case of .* matches"):
+        explain_cases(cmp_csv, cases=["nothing-like-this"])
+    shutil.rmtree(tmp_path / "tot.artifacts")
+    with pytest.raises(HarnessError, match="TOT artifacts folder not found"):
+        explain_cases(cmp_csv)
+
+
+def test_cli_without_artifacts_is_one_line(tmp_path):
+    out = write_compare(compare_files(DATA / "golden.csv", DATA / "tot.csv"), tmp_path / "c.csv")
+    r = subprocess.run(
+        [sys.executable, "-m", "harness", "explain", str(out), "--out", str(tmp_path / "e")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert r.returncode == 2 and "run them with `harness run --artifacts`" in r.stderr and "Traceback" not in r.stderr
+
+
+AOT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from harness import worker  # the worker module is plain stdlib + triton
+
+@triton.jit
+def scale_rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, (tl.load(x_ptr + offs, mask=m).to(tl.float32) * 2).to(tl.float16), mask=m)
+
+src = ASTSource(scale_rows, signature={"x_ptr": "*fp16", "y_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"},
+                constexprs={"BLOCK": 1024})
+k = triton.compile(src, target=GPUTarget("cuda", 90, 32))
+print(json.dumps(worker.dump_compiled(k, sys.argv[1])))
+"""
+
+
+def _pythons() -> dict[str, str]:
+    out = {"golden": sys.executable}
+    tot = ROOT / ".venvs" / "tot" / "bin" / "python"
+    if tot.exists():
+        out["tot"] = str(tot)
+    return out
+
+
+def test_capture_from_real_compilations_under_both_tritons(tmp_path):
+    """Compile one kernel for sm_90 on this CPU (ptxas and cuobjdump come with the Triton wheel) under each
+    installed Triton and store it as the worker does; then explain the pair."""
+    pythons = _pythons()
+    if len(pythons) < 2:
+        pytest.skip("needs .venvs/tot (made by the test command): Triton 3.9.0 beside the installed 3.6.0")
+    script = tmp_path / "aot.py"
+    script.write_text(AOT)
+    kernels = {}
+    for side, py in pythons.items():
+        r = subprocess.run([py, str(script), str(tmp_path / side), str(ROOT)], capture_output=True, text=True)
+        if r.returncode != 0 and "ptxas" in r.stderr:
+            pytest.skip(f"{side}: ptxas cannot run here: {r.stderr.strip().splitlines()[-1]}")
+        assert r.returncode == 0, r.stderr[-2000:]
+        kid = json.loads(r.stdout.strip().splitlines()[-1])
+        # stored once: a second dump of the same kernel is a no-op
+        kernels[side] = load_kernel(tmp_path / side, kid)
+        meta = kernels[side].meta
+        assert {"ttir", "ttgir", "llir", "ptx", "sass"} <= set(meta["files"])
+        assert meta["cubin_resources"]["reg"] > 0 and meta["metadata"]["num_warps"] == 4
+    assert kernels["golden"].meta["triton"] == "3.6.0" and kernels["tot"].meta["triton"] == "3.9.0"
+    kd = diff_kernels(kernels["golden"], kernels["tot"])
+    assert dict((k, a) for k, a, _, _ in kd.resources)["registers"] == str(
+        kernels["golden"].meta["cubin_resources"]["reg"]
+    )
+    assert sum(a for k, a, _, _ in kd.mix if k.startswith("global store")) > 0
