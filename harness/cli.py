@@ -203,6 +203,29 @@ def explain(
     print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")
 
 
+@app.command()
+def report(
+    results: Annotated[list[Path] | None, typer.Argument(help="results CSVs (each with its .env.json)")] = None,
+    out: Annotated[Path, typer.Option("--out", help="folder for index.html and the PNGs")] = Path("reports/latest"),
+    compare_csv: Annotated[
+        Path | None, typer.Option("--compare", help="compare.csv: adds the delta plot and verdict table")
+    ] = None,
+    vendor: Annotated[
+        Path | None, typer.Option(help="vendor baseline (benchmarks/vendor_baseline.py's .md table or a CSV)")
+    ] = None,
+    ceilings: Annotated[
+        Path | None, typer.Option(help="YAML of measured ceilings replacing datasheet peaks, e.g. {bf16: 800}")
+    ] = None,
+    explain: Annotated[str, typer.Option(help="link to `harness explain` output, shown with the verdicts")] = "",
+    title: Annotated[str, typer.Option(help="page title")] = "",
+) -> None:
+    """HTML report: delta plot, roofline, TFLOPS-by-config scatter, per-dispatch split, sortable tables."""
+    from harness.report import write_report
+
+    index = write_report(list(results or []), out, compare_csv, vendor, ceilings, explain, title)
+    print(f"wrote {index}")
+
+
 publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=True)
 app.add_typer(publish_app, name="publish")
 

@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ruff check .
 ruff format --check .
+# the report tests drive a real headless browser: Debian's chromium + chromedriver
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  { $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium chromium-driver; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install chromium; the browser tests will be skipped" >&2
+fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
 python3 -m pytest -q "$@"

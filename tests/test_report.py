@@ -1,0 +1,161 @@
+"""`harness report`: pure helpers, and the page made from the committed H100 results checked in a real headless
+browser (Debian's chromium through selenium): no console errors, every image renders, tables sort."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.errors import HarnessError
+from harness.report import (
+    config_label,
+    dispatch_table,
+    kernel_ceiling,
+    load_runs,
+    parse_vendor,
+    peaks_for,
+    write_report,
+)
+from tests.conftest import ROOT
+
+H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+SWEEP = ROOT / "reports" / "tuning" / "sweep-sm90.csv"
+
+
+def test_peaks_and_ceilings():
+    label, peaks = peaks_for("NVIDIA H100 80GB HBM3")
+    assert label == "H100 SXM" and peaks["bf16"] == 989.0 and peaks["hbm_tbs"] == 3.35
+    assert peaks_for("NVIDIA H100 PCIe")[0] == "H100 PCIe"
+    assert peaks_for("AMD Instinct MI300X")[1]["fp8"] == 2615.0
+    label, peaks = peaks_for("NVIDIA H200", {"bf16": 700, "hbm_tbs": 4.1})
+    assert label == "H200 (measured ceilings)" and peaks["bf16"] == 700 and peaks["fp8"] == 1979.0
+    assert peaks_for("Some GPU")[0] == ""
+    # fp4 has no native path on Hopper: bounded by the bf16 MMA it is emulated with
+    assert kernel_ceiling("batched_gemm_afp4wfp4", "", peaks_for("H100")[1]) == ("bf16", 989.0)
+    assert kernel_ceiling("batched_gemm_afp4wfp4", "", peaks_for("MI355X")[1]) == ("fp4", 10000.0)
+    assert kernel_ceiling("batched_gemm_a8w8", "int8", peaks_for("H100")[1]) == ("int8", 1979.0)
+
+
+def test_config_labels():
+    cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4}
+    assert config_label(json.dumps(cfg)) == "64x128x64 w4 g8"
+    assert config_label(json.dumps({**cfg, "num_stages": 3, "NUM_KSPLIT": 4})) == "64x128x64 w4 s3 g8 k4"
+    assert config_label("") == "default"
+
+
+def test_vendor_markdown_is_parsed():
+    v = parse_vendor(H100 / "vendor-ratios.md")
+    assert len(v) == 15 and set(v["kernel"]) >= {"batched_gemm_bf16", "batched_gemm_a8w8"}
+    row = v[(v["kernel"] == "batched_gemm_bf16") & (v["N"] == 8192)].iloc[0]
+    assert (row["B"], row["M"], row["K"]) == (16, 2048, 8192) and row["torch_path"] == "torch.bmm"
+
+
+def test_vendor_without_table_is_one_line(tmp_path):
+    p = tmp_path / "v.md"
+    p.write_text("# nothing here\n")
+    with pytest.raises(HarnessError, match="no vendor table rows"):
+        parse_vendor(p)
+
+
+def test_dispatch_table_splits_multi_kernel_ops(tmp_path):
+    src = pd.read_csv(H100 / "golden.csv", dtype={"dispatch_us": str})
+    src.loc[0, "dispatch_us"] = json.dumps({"_batched_gemm_bf16_kernel": 8.0, "_splitk_reduce_kernel": 2.0})
+    src.to_csv(tmp_path / "g.csv", index=False)
+    t = dispatch_table(load_runs([tmp_path / "g.csv"]))
+    assert list(t["dispatch"]) == ["_batched_gemm_bf16_kernel", "_splitk_reduce_kernel"]
+    assert t["share"].tolist() == pytest.approx([0.8, 0.2])
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_bin = shutil.which("chromedriver")
+    if not (chromium and driver_bin):
+        pytest.skip("chromium + chromedriver not installed (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    opts.binary_location = chromium
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    yield d
+    d.quit()
+
+
+def _load(browser, index: Path) -> None:
+    browser.get(index.resolve().as_uri())
+    browser.get_log("browser")  # drop anything from an earlier page
+
+
+def _check_page(browser, index: Path) -> None:
+    _load(browser, index)
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert errors == []
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])"
+    )
+    assert images and all(ok and w > 200 and h > 100 for ok, w, h in images)
+
+
+def test_compare_report_in_a_browser(browser, tmp_path):
+    out = tmp_path / "report"
+    # copy the results beside the comparison, as a CI artifact folder would hold them
+    for name in (
+        "compare.csv",
+        "compare.csv.meta.json",
+        "golden.csv",
+        "golden.csv.env.json",
+        "tot.csv",
+        "tot.csv.env.json",
+    ):
+        shutil.copy(H100 / name, tmp_path / name)
+    index = write_report([], out, compare_csv=tmp_path / "compare.csv", vendor=H100 / "vendor-ratios.md")
+    assert {p.name for p in out.glob("*.png")} >= {"delta.png", "roofline.png", "scatter-0.png", "vendor.png"}
+    _check_page(browser, index)
+    # offline: no external URL anywhere in the page
+    html = index.read_text()
+    assert "http://" not in html and "https://" not in html
+
+    from selenium.webdriver.common.by import By
+
+    ths = browser.find_elements(By.CSS_SELECTOR, "table#compare-table thead th")
+    heads = [th.get_attribute("textContent") for th in ths]
+    col = heads.index("delta_pct")
+
+    def column() -> list[float]:
+        cells = browser.execute_script(
+            "return Array.from(document.getElementById('compare-table').tBodies[0].rows)"
+            ".map(r => r.cells[arguments[0]].getAttribute('data-v'))",
+            col,
+        )
+        return [float(c) for c in cells if c]
+
+    header = ths[col]
+    header.click()
+    up = column()
+    assert up == sorted(up) and len(up) == 120
+    header.click()
+    down = column()
+    assert down == sorted(down, reverse=True)
+    assert "desc" in header.get_attribute("class")
+
+
+def test_sweep_report_with_many_configurations(browser, tmp_path):
+    df = pd.read_csv(SWEEP)
+    assert len(df) >= 800 and df["config"].nunique() >= 40  # the issue's scale: 1,000-ish points, 40+ configs
+    shutil.copy(SWEEP, tmp_path / "sweep.csv")
+    shutil.copy(SWEEP.with_name(SWEEP.name + ".env.json"), tmp_path / "sweep.csv.env.json")
+    index = write_report([tmp_path / "sweep.csv"], tmp_path / "r")
+    _check_page(browser, index)
+    text = index.read_text()
+    assert text.count("data:image/png;base64,") == 2  # roofline + the scatter (three kernel panels)
+    ok_configs = df[df["status"] == "ok"]["config"].nunique()  # configs that compiled (shared memory limits)
+    assert ok_configs >= 40 and f"<p>{ok_configs} configurations.</p>" in text
