@@ -34,9 +34,6 @@ FLUSH_BYTES = 256 * 1024 * 1024
 #: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
 AUTO_REP_US = 40_000
 AUTO_MIN_LAUNCHES = 10
-#: before each rep, this much of the case's own kernel time back to back (at most this many launches)
-SETTLE_US = 50_000
-SETTLE_MAX_LAUNCHES = 200
 FLUSH_NAME = "_harness_l2_flush"
 MARKER_NAME = "_harness_marker"
 
@@ -280,24 +277,18 @@ class Worker:
         def op():
             return k.launch(inputs, cfg)
 
-        for _ in range(2):  # first launches: caches of the launcher filled
+        for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self._sync()
-        if "est_us" not in entry:  # one estimate per case, kept for all its reps
-            t0 = time.perf_counter()
-            for _ in range(3):
-                op()
-            self._sync()
-            entry["est_us"] = max((time.perf_counter() - t0) / 3 * 1e6, 1.0)
-        est_us = entry["est_us"]
-        if self.C.backend() != "interp":
-            # settle: ~50 ms of this kernel back to back before timing, so clocks and power reach this kernel's
-            # steady state (a ms-long power-bound GEMM timed right after small kernels reads a few % fast)
-            for _ in range(int(min(SETTLE_MAX_LAUNCHES, SETTLE_US // est_us))):
-                op()
-            self._sync()
         if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
-            n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // est_us)))
+            if "n" not in entry:
+                t0 = time.perf_counter()
+                for _ in range(3):
+                    op()
+                self._sync()
+                est_us = (time.perf_counter() - t0) / 3 * 1e6
+                entry["n"] = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est_us, 1.0))))
+            n = entry["n"]
         try:
             if self.timing == "cupti":
                 samples, dispatch = self._time_cupti(op, n)
