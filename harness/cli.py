@@ -116,6 +116,15 @@ def run(
     timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,
     fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
+    with_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--with-env",
+            help="another env measured in the same run, reps interleaved in time with ENV's (repeatable; "
+            "each needs a --with-out); golden vs TOT, or golden vs golden for an A/A",
+        ),
+    ] = None,
+    with_out: Annotated[list[Path] | None, typer.Option("--with-out", help="results CSV of each --with-env")] = None,
     artifacts: Annotated[
         bool,
         typer.Option(
@@ -136,7 +145,7 @@ def run(
     )
 
     from harness.envspec import TIMINGS, load_env_spec
-    from harness.runner import RunOptions, run_suite
+    from harness.runner import RunOptions, run_interleaved, run_suite
     from harness.suite import load_suite, select
     from harness.terminal import stderr
 
@@ -145,6 +154,10 @@ def run(
     if reps < 1:
         raise HarnessError("--reps must be at least 1")
     spec = load_env_spec(env)
+    with_env, with_out = with_env or [], with_out or []
+    if len(with_env) != len(with_out):
+        raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+    others = [(load_env_spec(e), o) for e, o in zip(with_env, with_out)]
     cases = select(load_suite(suite), kernel, filter_)
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
@@ -169,16 +182,25 @@ def run(
         console=con,
         transient=False,
     ) as bar:
-        task = bar.add_task(f"{spec.name}", total=None, case="")
+        runs = [(spec, out), *others]
+        tasks = [bar.add_task(f"{s.name}", total=None, case="") for s, _ in runs]
+        if not others:
 
-        def progress(label: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, case=label[:48])
+            def progress(label: str, done: int, total: int) -> None:
+                bar.update(tasks[0], completed=done, total=total, case=label[:48])
 
-        counts = run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite))
-    con.print(
-        f"{out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{out}: nothing to do"
-    )
-    if fail_on_error and any(k not in ("ok", "unstable") for k in counts):
+            all_counts = [run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite))]
+        else:
+
+            def progress2(i: int, label: str, done: int, total: int) -> None:
+                bar.update(tasks[i], completed=done, total=total, case=label[:48])
+
+            all_counts = run_interleaved(runs, cases, opts, progress=progress2, suite_name=str(suite))
+    for (_, o), counts in zip(runs, all_counts):
+        con.print(
+            f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
+        )
+    if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
 
 

@@ -17,8 +17,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,9 @@ class WorkerTimeout(Exception):
 class WorkerProc:
     """One worker process in the env's Python. Requests on stdin, answers on a dedicated pipe, output to a log."""
 
-    def __init__(self, spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None):
+    def __init__(
+        self, spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None, mem_budget: float = 0.6
+    ):
         self.spec, self.timing = spec, timing
         self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
         rfd, wfd = os.pipe()
@@ -52,6 +54,7 @@ class WorkerProc:
         self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
+        cmd += ["--mem-budget", f"{mem_budget:g}"]
         env = spec.environ()
         Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         try:
@@ -140,6 +143,7 @@ class RunOptions:
     quiet: bool = False
     artifacts: bool = False  # keep compiled kernels in artifacts_dir(out)
     heat_s: float = 5.0  # GPU timing: sustained load before the first rep round
+    mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
 
 
 @dataclass
@@ -249,6 +253,74 @@ def run_suite(
     suite_name: str = "",
 ) -> dict[str, int]:
     """Measure ``cases`` under ``spec`` into ``out``. Returns counts per status."""
+    steps = run_steps(spec, cases, out, opts, progress, suite_name)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def run_interleaved(
+    runs: list[tuple[EnvSpec, Path]],
+    cases: list[dict[str, Any]],
+    opts: RunOptions,
+    progress: Callable[[int, str, int, int], None] | None = None,
+    suite_name: str = "",
+) -> list[dict[str, int]]:
+    """Measure the same cases under several envs with their reps interleaved in time.
+
+    Each env prepares (builds, compiles, checks) its cases in turn; then the timing reps alternate: case i of
+    round r is timed under every env back to back, the order reversed every round (A B, B A, ...), so slow drifts
+    of the GPU (temperature, power, clocks over minutes) fall on all stacks alike instead of on whichever ran
+    second. One results file per env, exactly as ``run_suite`` writes it.
+    """
+    if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
+        raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
+    outs = [Path(o).resolve() for _, o in runs]
+    if len(set(outs)) != len(outs):
+        raise HarnessError("interleaved runs need one output file each")
+    opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
+    gens = []
+    for k, (spec, out) in enumerate(runs):
+        cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
+        gens.append(run_steps(spec, cases, out, opts, cb, suite_name))
+    results: list[dict[str, int] | None] = [None] * len(gens)
+    paused: list[tuple[int, str] | None] = [None] * len(gens)
+
+    def advance(i: int) -> None:
+        try:
+            paused[i] = next(gens[i])
+        except StopIteration as done:
+            paused[i] = None
+            results[i] = done.value
+
+    try:
+        for i in range(len(gens)):  # phase 1 of each env, up to its first timing request
+            advance(i)
+        while any(p is not None for p in paused):
+            rnd = min(p[0] for p in paused if p is not None)
+            order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
+            if rnd % 2 == 0:
+                order.reverse()
+            for i in order:
+                advance(i)  # times one case (one rep), then pauses before the next
+    finally:
+        for g in gens:
+            g.close()  # an interrupted run: each generator's cleanup kills its worker
+    return [r or {} for r in results]
+
+
+def run_steps(
+    spec: EnvSpec,
+    cases: list[dict[str, Any]],
+    out: Path,
+    opts: RunOptions,
+    progress: Callable[[str, int, int], None] | None = None,
+    suite_name: str = "",
+) -> Generator[tuple[int, str], None, dict[str, int]]:
+    """``run_suite`` as a generator: it pauses before every timing request, yielding (round, case key), and
+    returns the counts per status. :func:`run_interleaved` uses the pauses to alternate envs."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists() and out.stat().st_size and not opts.resume:
@@ -272,7 +344,7 @@ def run_suite(
 
     def start() -> WorkerProc:
         nonlocal info
-        w = WorkerProc(spec, timing, log_dir, wrap=_rocprof_wrap(timing, log_dir))
+        w = WorkerProc(spec, timing, log_dir, wrap=_rocprof_wrap(timing, log_dir), mem_budget=opts.mem_budget)
         try:
             hello = w.request({"op": "hello"}, timeout=300)
         except (WorkerDied, WorkerTimeout) as err:
@@ -384,6 +456,7 @@ def run_suite(
             traced: list[CaseState] = []
             for st in pending:
                 st.case["rep"] = rnd - 1
+                yield rnd, st.key
                 ans = ask({"op": "time", "case": st.case, "n": n}, st)
                 if timing == "rocprofv3" and ans.get("status") == "ok":
                     traced.append(st)  # its time is in the trace, readable once the worker has exited

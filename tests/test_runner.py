@@ -142,3 +142,63 @@ def test_refuses_to_overwrite_and_bad_env(tmp_path):
     assert r.returncode == 2 and "exists; pass --resume" in r.stderr
     r = harness("run", "--env", tmp_path / "nope.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "y.csv")
     assert r.returncode == 2 and "no such env spec" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
+    """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
+    the order reversed each round; each env still writes its own complete results file."""
+    from harness import runner
+    from harness.envspec import load_env_spec
+    from harness.suite import load_suite
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
+    )
+    log: list[tuple[str, str, str]] = []
+    real = runner.WorkerProc.request
+
+    def spy(self, obj, timeout):
+        ans = real(self, obj, timeout)
+        if obj["op"] in ("prepare", "time"):
+            log.append((self.log_name, obj["op"], obj["case"]["case_id"]))
+        return ans
+
+    monkeypatch.setattr(runner.WorkerProc, "request", spy)
+    real_init = runner.WorkerProc.__init__
+
+    def init(self, spec, timing, log_dir, *a, **kw):
+        real_init(self, spec, timing, log_dir, *a, **kw)
+        self.log_name = str(log_dir)
+
+    monkeypatch.setattr(runner.WorkerProc, "__init__", init)
+    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    counts = runner.run_interleaved([(spec, a), (spec, b)], load_suite(suite), runner.RunOptions(launches=1, heat_s=0))
+    assert counts == [{"ok": 2}, {"ok": 2}]
+    la, lb = str(a) + ".logs", str(b) + ".logs"
+    who = {la: "A", lb: "B"}
+    ops = [(who[w], op, c) for w, op, c in log]
+    assert [o[:2] for o in ops[:4]] == [("A", "prepare"), ("A", "prepare"), ("B", "prepare"), ("B", "prepare")]
+    times = [(w, c) for w, op, c in ops if op == "time"]
+    m16, m32 = sorted({c for _, c in times})
+    assert times[:8] == [("A", m16), ("B", m16), ("A", m32), ("B", m32), ("B", m16), ("A", m16), ("B", m32), ("A", m32)]
+    for out in (a, b):
+        assert len(load_results(out)) == 2 and (out.parent / (out.name + ".env.json")).exists()
+
+
+def test_interleaved_cli_refuses_mismatched_options(tmp_path):
+    r = harness(
+        "run",
+        "--env",
+        DATA / "cpu-env.yaml",
+        "--suite",
+        DATA / "slow.yaml",
+        "--out",
+        tmp_path / "a.csv",
+        "--with-env",
+        DATA / "cpu-env.yaml",
+    )
+    assert r.returncode == 2 and "--with-env given 1 times but --with-out 0 times" in r.stderr
