@@ -223,6 +223,10 @@ class Worker:
                     "status": "incorrect",
                     "error": f"relative Frobenius error {err:.3g} > tolerance {tol:g}{extra}",
                 }
+        if self.C.backend() != "interp":
+            # the reference's float64 temporaries stay in torch's cache otherwise: give them back, another
+            # worker (an interleaved run) may share this GPU
+            self.torch.cuda.empty_cache()
         out["flops"] = float(k.flops(case))
         out["bytes"] = float(k.bytes_moved(case))
         self.prepared[cid] = {"kernel": k, "inputs": inputs, "config": cfg}

@@ -2,7 +2,7 @@
 # GPU validation: golden (the machine's Triton) vs TOT (a second Triton on an overlay path) on one CUDA GPU.
 #
 #   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
-#                                                      (suite-seq, aa-seq: the stacks one after the other)
+#                                                      suite-il, aa-il: the same with reps interleaved in time
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
@@ -29,7 +29,7 @@ for step in "$@"; do
       stamp "correctness tot"
       tot_py benchmarks/gpu_correctness.py --out "$R/correctness-tot.txt" | tail -3 || true
       ;;
-    suite)  # golden and TOT in one run, reps interleaved in time (both stacks see the same GPU state)
+    suite-il)  # golden and TOT in one run, reps interleaved in time (both stacks see the same GPU state)
       stamp "run golden+tot interleaved start"
       h run --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
         --suite "$SUITE" --resume --artifacts 2>&1 | tail -3
@@ -37,7 +37,7 @@ for step in "$@"; do
       h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
         | tee "$R/compare.txt" | tail -25
       ;;
-    aa)  # golden twice in one run, interleaved: what the rule flags here is noise
+    aa-il)  # golden twice in one run, interleaved: what the rule flags here is noise
       stamp "run golden A/A interleaved start"
       h run --env envs/golden.yaml --out "$R/golden-aa-1.csv" --with-env envs/golden.yaml \
         --with-out "$R/golden-aa-2.csv" --suite "$SUITE" --resume 2>&1 | tail -3
@@ -45,7 +45,7 @@ for step in "$@"; do
       h compare "$R/golden-aa-1.csv" "$R/golden-aa-2.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
         | tee "$R/compare-aa.txt" | tail -12
       ;;
-    suite-seq)  # the two stacks one after the other (how the first H100/H200 runs were made)
+    suite)  # the two stacks one after the other (the committed H100/H200 reports)
       for s in golden tot; do
         stamp "run $s start"
         h run --env envs/$s.yaml --suite "$SUITE" --out "$R/$s.csv" --resume --artifacts 2>&1 | tail -2
@@ -54,7 +54,7 @@ for step in "$@"; do
       h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
         | tee "$R/compare.txt" | tail -25
       ;;
-    aa-seq)
+    aa)
       stamp "run golden A/A start"
       h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-aa.csv" --resume 2>&1 | tail -2
       stamp "run golden A/A end"
