@@ -288,7 +288,7 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     meta_p = p.with_name(p.name + ".meta.json")
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
     rule = Rule(**meta.get("rule", {}))
-    table["note"] = table["note"].fillna("") if "note" in table.columns else ""
+    table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""
     return Comparison(
         table=table,
         rule=rule,
