@@ -116,6 +116,10 @@ def run(
     timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,
     fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
+    compile_jobs: Annotated[
+        int | None,
+        typer.Option(help="compile in this many processes before measuring (default: half the cores, <= 8; 1: off)"),
+    ] = None,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -145,7 +149,7 @@ def run(
     )
 
     from harness.envspec import TIMINGS, load_env_spec
-    from harness.runner import RunOptions, run_interleaved, run_suite
+    from harness.runner import RunOptions, default_compile_jobs, run_interleaved, run_suite
     from harness.suite import load_suite, select
     from harness.terminal import stderr
 
@@ -162,7 +166,13 @@ def run(
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
     opts = RunOptions(
-        reps=reps, launches=launches, timeout_s=timeout, resume=resume, timing=timing, artifacts=artifacts
+        reps=reps,
+        launches=launches,
+        timeout_s=timeout,
+        resume=resume,
+        timing=timing,
+        artifacts=artifacts,
+        compile_jobs=default_compile_jobs() if compile_jobs is None else max(1, compile_jobs),
     )
     import signal
 

@@ -9,6 +9,7 @@ appended (fsync'ed) to OUT: a crash, a hang or a SIGKILL of the whole run loses 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
@@ -51,7 +52,7 @@ class WorkerProc:
         self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
         rfd, wfd = os.pipe()
         log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}.log"
+        self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
         cmd += ["--mem-budget", f"{mem_budget:g}"]
@@ -144,6 +145,7 @@ class RunOptions:
     artifacts: bool = False  # keep compiled kernels in artifacts_dir(out)
     heat_s: float = 5.0  # GPU timing: sustained load before the first rep round
     mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
+    compile_jobs: int = 1  # > 1: compile in that many worker processes first (GPU timing only)
 
 
 @dataclass
@@ -236,6 +238,47 @@ class Journal:
 
     def close(self) -> None:
         self._fh.close()
+
+
+_WORKER_IDS = itertools.count()
+
+
+def default_compile_jobs() -> int:
+    """Parallel compile workers when not given: half the cores, at most 8 (each holds a CUDA context)."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def precompile(
+    spec: EnvSpec, timing: str, cases: list[dict[str, Any]], log_dir: Path, jobs: int, timeout_s: float
+) -> dict[str, Any]:
+    """Compile every case's kernels in ``jobs`` worker processes at once (Triton compiles on the CPU, one kernel
+    at a time per process), filling the env's TRITON_CACHE_DIR so the measuring worker then loads them from cache.
+    Nothing measured here is kept: a case that fails to compile fails again, and is reported, in phase 1."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shards = [cases[i::jobs] for i in range(jobs)]
+
+    def one(shard: list[dict[str, Any]]) -> int:
+        done, w = 0, None
+        for case in shard:
+            try:
+                if w is None:
+                    w = WorkerProc(spec, timing, log_dir, mem_budget=0.0)
+                    w.request({"op": "hello"}, timeout=300)
+                w.request({"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s)
+                done += 1
+            except (WorkerDied, WorkerTimeout):
+                if w is not None:
+                    w.kill()
+                w = None  # a crashing kernel: a fresh worker for the rest of the shard
+        if w is not None:
+            w.close()
+        return done
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        compiled = sum(pool.map(one, [s for s in shards if s]))
+    return {"jobs": jobs, "cases": compiled, "wall_s": round(time.perf_counter() - t0, 2)}
 
 
 def artifacts_dir(out: Path) -> Path:
@@ -434,6 +477,12 @@ def run_steps(
 
     clean = False
     try:
+        unprepared = [s.case for s in todo if s.prep is None]
+        if opts.compile_jobs > 1 and timing != "wallclock" and len(unprepared) > 1:
+            pre = precompile(spec, timing, unprepared, log_dir, min(opts.compile_jobs, len(unprepared)), opts.timeout_s)
+            meta = json.loads(side.read_text())
+            meta["precompile"] = pre
+            side.write_text(json.dumps(meta, indent=2, default=str) + "\n")
         for i, st in enumerate(todo):  # phase 1: build, compile, check
             st.case["index"] = i
             if st.prep is None:

@@ -156,8 +156,19 @@ class Worker:
     def _key(case: dict[str, Any]) -> str:
         return f"{case['kernel']}/{case['case_id']}"  # case ids repeat across kernels: the key needs both
 
-    def prepare(self, case: dict[str, Any], check: bool = True, artifacts: str = "") -> dict[str, Any]:
-        """Build, compile and check one case. Out of GPU memory with other cases still held: drop them all, retry."""
+    def prepare(
+        self, case: dict[str, Any], check: bool = True, artifacts: str = "", compile_only: bool = False
+    ) -> dict[str, Any]:
+        """Build, compile and check one case. Out of GPU memory with other cases still held: drop them all, retry.
+
+        ``compile_only``: launch once to fill the compile cache, keep nothing (parallel pre-compilation)."""
+        if compile_only:
+            self.prepared.clear()
+            res = self._prepare(case, False, "")
+            self.prepared.clear()
+            if self.C.backend() != "interp":
+                self.torch.cuda.empty_cache()
+            return {k: v for k, v in res.items() if k in ("case_id", "status", "error", "compile_s")}
         res = self._prepare(case, check, artifacts)
         if res.get("status") == "runtime_error" and "out of memory" in res.get("error", "") and self.prepared:
             self.prepared.clear()
@@ -581,7 +592,14 @@ def main() -> None:
         if op == "hello":
             send({"status": "ok", "info": w.hello()})
         elif op == "prepare":
-            send(w.prepare(req["case"], bool(req.get("check", True)), str(req.get("artifacts") or "")))
+            send(
+                w.prepare(
+                    req["case"],
+                    bool(req.get("check", True)),
+                    str(req.get("artifacts") or ""),
+                    bool(req.get("compile_only", False)),
+                )
+            )
         elif op == "heat":
             send(w.heat(float(req.get("seconds", 0))))
         elif op == "time":

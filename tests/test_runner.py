@@ -202,3 +202,20 @@ def test_interleaved_cli_refuses_mismatched_options(tmp_path):
         DATA / "cpu-env.yaml",
     )
     assert r.returncode == 2 and "--with-env given 1 times but --with-out 0 times" in r.stderr
+
+
+def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, monkeypatch):
+    """The parallel compile pass: every case goes to one of N workers (compile only, nothing kept); a kernel that
+    kills its worker costs that worker, not the pass. (Here under the interpreter; on a GPU it fills the cache.)"""
+    from harness import runner
+    from harness.envspec import load_env_spec
+    from harness.suite import load_suite
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
+    cases = [c for c in load_suite(DATA / "faults.yaml") if c["kernel"].split(":")[-1] in ("good", "crash", "wrong")]
+    assert len(cases) == 3
+    res = runner.precompile(spec, "wallclock", cases, tmp_path / "logs", jobs=2, timeout_s=120)
+    assert res["jobs"] == 2 and res["cases"] == 2  # good and wrong answered; crash took its worker down
+    logs = sorted((tmp_path / "logs").glob("worker-*.log"))
+    assert len(logs) == 2  # one per shard, the crashed worker not restarted (its shard had nothing left)
