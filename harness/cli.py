@@ -118,8 +118,10 @@ def run(
     fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
     compile_jobs: Annotated[
         int | None,
-        typer.Option(help="compile in this many processes before measuring (default: half the cores, <= 8; 1: off)"),
-    ] = None,
+        typer.Option(
+            help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)"
+        ),
+    ] = 1,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -172,7 +174,7 @@ def run(
         resume=resume,
         timing=timing,
         artifacts=artifacts,
-        compile_jobs=default_compile_jobs() if compile_jobs is None else max(1, compile_jobs),
+        compile_jobs=default_compile_jobs() if compile_jobs == 0 else max(1, compile_jobs or 1),
     )
     import signal
 
