@@ -138,3 +138,12 @@ def test_cli_publishes_rendered_markdown(server, tmp_path, monkeypatch):
     assert "created comment" in r.stdout and "tok" not in r.stdout + r.stderr
     body = gh.comments[-1]["body"]
     assert body.startswith(MARKER) and "1 regressions, 1 TOT failures" in body
+
+
+def test_comment_links_the_explanations():
+    from harness.markdown import render_markdown
+
+    cmp = compare_files(DATA / "golden.csv", DATA / "tot.csv")
+    body = render_markdown(cmp, explain_url="https://ci.example/run/1#explain")
+    assert "compiled-kernel diffs): https://ci.example/run/1#explain" in body
+    assert "compiled-kernel diffs" not in render_markdown(cmp)
