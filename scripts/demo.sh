@@ -9,8 +9,9 @@ mkdir -p "$out"
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
 export SUITE=${SUITE:-suites/ci.yaml}
-rm -f "$out"/golden.csv* "$out"/tot.csv*
+rm -rf "$out"/golden.csv* "$out"/tot.csv*  # results, sidecars, journals, worker logs of a previous demo
 ENV_SPEC=envs/venv-golden.yaml OUT_CSV=$out/golden.csv bash scripts/run_golden.sh
 ENV_SPEC=envs/venv-tot.yaml OUT_CSV=$out/tot.csv bash scripts/run_tot.sh
 python3 -m harness compare "$out/golden.csv" "$out/tot.csv" --out "$out/compare.csv" --markdown "$out/compare.md"
-echo "wrote $out/{golden,tot}.csv (+ .env.json), compare.csv, compare.md"
+python3 -m harness report --compare "$out/compare.csv" --out "$out/report" --title "demo: CPU interpreter, wallclock"
+echo "wrote $out/{golden,tot}.csv (+ .env.json), compare.csv, compare.md, report/index.html"
