@@ -122,6 +122,13 @@ def run(
             help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)"
         ),
     ] = 1,
+    fresh_process_rounds: Annotated[
+        bool,
+        typer.Option(
+            "--fresh-process-rounds",
+            help="time each rep round in a new worker process, so per-process placement effects average out",
+        ),
+    ] = False,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -175,6 +182,7 @@ def run(
         timing=timing,
         artifacts=artifacts,
         compile_jobs=default_compile_jobs() if compile_jobs == 0 else max(1, compile_jobs or 1),
+        fresh_process_rounds=fresh_process_rounds,
     )
     import signal
 

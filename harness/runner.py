@@ -146,6 +146,7 @@ class RunOptions:
     heat_s: float = 5.0  # GPU timing: sustained load before the first rep round
     mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
     compile_jobs: int = 1  # > 1: compile in that many worker processes first (GPU timing only)
+    fresh_process_rounds: bool = False  # every rep round in a new worker process (new allocations)
 
 
 @dataclass
@@ -502,6 +503,11 @@ def run_steps(
             ask({"op": "heat", "seconds": opts.heat_s}, todo[0])
         for rnd in range(1, stability.MAX_REPS + 1):  # phase 2: reps, round-robin over the suite
             pending = [s for s in todo if s.final is None and len(s.reps) < rnd]
+            if opts.fresh_process_rounds and rnd > 1 and pending and worker is not None and timing != "rocprofv3":
+                # a new process: new input allocations and a new CUDA context, so a rep's placement luck (which
+                # moves some shapes by several % from process to process) is averaged over the reps
+                worker.close()
+                worker = None
             traced: list[CaseState] = []
             for st in pending:
                 st.case["rep"] = rnd - 1

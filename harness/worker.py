@@ -281,8 +281,8 @@ class Worker:
 
     def time(self, case: dict[str, Any], n: int) -> dict[str, Any]:
         cid = self._key(case)
-        if cid not in self.prepared:  # evicted, or a fresh worker after a crash: rebuild (cache hit compile)
-            p = self.prepare(case, check=True)
+        if cid not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
+            p = self.prepare(case, check=False)
             if p["status"] != "ok":
                 return p
         entry = self.prepared[cid]

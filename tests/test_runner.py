@@ -219,3 +219,20 @@ def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, mon
     assert res["jobs"] == 2 and res["cases"] == 2  # good and wrong answered; crash took its worker down
     logs = sorted((tmp_path / "logs").glob("worker-*.log"))
     assert len(logs) == 2  # one per shard, the crashed worker not restarted (its shard had nothing left)
+
+
+def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
+    )
+    out = tmp_path / "f.csv"
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out, "--launches", "1",
+                "--fresh-process-rounds")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = load_results(out)
+    assert list(df["status"]) == ["ok", "ok"] and (df["reps"] >= 3).all()
+    logs = list((tmp_path / "f.csv.logs").glob("worker-*.log"))
+    # one worker for phase 1 + round 1, one per further round (+1: the first start resolves timing "auto")
+    assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1

@@ -77,6 +77,16 @@ for step in "$@"; do
         --stack "tot=$R/tot.csv,$R/ncu-tot.csv,$R/dobench-tot.json" \
         --ncu2 "golden=$R/ncu-golden-2.csv" --out "$R/fidelity.csv"
       ;;
+    aa-fresh)  # A/A with every rep round in a new worker process, both runs
+      for s in 1 2; do
+        stamp "run golden A/A fresh-process rounds $s start"
+        h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-fresh-$s.csv" --resume \
+          --fresh-process-rounds 2>&1 | tail -2
+        stamp "run golden A/A fresh-process rounds $s end"
+      done
+      h compare "$R/golden-fresh-1.csv" "$R/golden-fresh-2.csv" --out "$R/compare-aa-fresh.csv" \
+        --markdown "$R/compare-aa-fresh.md" | tee "$R/compare-aa-fresh.txt" | tail -12
+      ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
