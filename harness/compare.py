@@ -208,6 +208,15 @@ def compare_frames(
     u = STATUSES.index("unstable")
     for i in np.flatnonzero((gsc == u) | (tsc == u)):
         note_of.setdefault(int(i), "unstable reps")
+    flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
+    if len(flagged) and "rep_times_us" in golden.columns and "rep_times_us" in tot.columns:
+        g_reps = pd.Series(_col(golden, "rep_times_us", gi[flagged]), dtype=object).astype(str)
+        t_reps = pd.Series(_col(tot, "rep_times_us", ti[flagged]), dtype=object).astype(str)
+        both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()  # files without rep times: skip
+        for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
+            note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
+            if note:
+                note_of.setdefault(int(i), note)
     cats = ["", *sorted(set(note_of.values()))]
     pos = {c: k for k, c in enumerate(cats)}
     codes = np.zeros(len(gi), dtype=np.int32)
@@ -215,6 +224,23 @@ def compare_frames(
         codes[i] = pos[text]
     cols["note"] = pd.Categorical.from_codes(codes, categories=cats)
     return pd.DataFrame(cols), warnings
+
+
+def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
+    """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
+    side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed
+    depends on the process (placement) more than the rule's 0.5 % + 0.5 µs."""
+    try:
+        g = [float(x) for x in json.loads(golden_reps)]
+        t = [float(x) for x in json.loads(tot_reps)]
+    except (ValueError, TypeError):
+        return ""
+    if len(g) < 2 or len(t) < 2:
+        return ""
+    slow, fast = (t, g) if regression else (g, t)
+    if min(slow) > max(fast):
+        return ""
+    return f"rep ranges overlap (golden {min(g):.4g}-{max(g):.4g}, TOT {min(t):.4g}-{max(t):.4g} us): may be noise"
 
 
 def worst_first(table: pd.DataFrame) -> np.ndarray:

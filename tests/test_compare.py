@@ -185,3 +185,30 @@ def test_cli_bad_csv_row(write):
     r = run_cli("compare", G, bad)
     assert r.returncode == 2
     assert r.stderr.strip() == f"harness: error: {bad}: line 2: column 'time_us' time is not a number: 'abc'"
+
+
+def test_overlapping_rep_ranges_are_noted_not_overruled():
+    from harness.compare import overlap_note
+
+    # TOT's fastest rep beats golden's slowest: the rule still says regression, the note says it may be noise
+    assert overlap_note("[2865.0, 3001.1, 3030.5]", "[2866.0, 3099.1, 3075.0]", regression=True).startswith(
+        "rep ranges overlap (golden 2865-3030, TOT 2866-3099 us)"
+    )
+    assert overlap_note("[100.0, 100.2, 100.1]", "[110.0, 110.5, 110.2]", regression=True) == ""
+    assert overlap_note("[110.0, 110.5]", "[100.0, 111.0]", regression=False) != ""  # improvement, overlapping
+    assert overlap_note("", "[1, 2]", regression=True) == "" and overlap_note("[1]", "[1, 2]", True) == ""
+
+
+def test_overlap_note_reaches_the_table(write):
+    cols = "kernel,case_id,B,M,N,K,dtype,time_us,status,rep_times_us\n"
+    g = write(
+        "g.csv",
+        cols + 'k,a,1,1,1,1,bf16,100.0,ok,"[99.0,100.0,101.0]"\nk,b,1,1,1,1,bf16,100.0,ok,"[100.0,100.1,100.2]"\n',
+    )
+    t = write(
+        "t.csv",
+        cols + 'k,a,1,1,1,1,bf16,110.0,ok,"[100.5,110.0,111.0]"\nk,b,1,1,1,1,bf16,110.0,ok,"[110.0,110.1,110.2]"\n',
+    )
+    table = compare_files(g, t).table.set_index("case_id")
+    assert list(table["verdict"]) == ["regression", "regression"]
+    assert table.loc["a", "note"].startswith("rep ranges overlap") and table.loc["b", "note"] == ""
