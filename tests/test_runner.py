@@ -177,7 +177,8 @@ def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     spec = load_env_spec(str(DATA / "cpu-env.yaml"))
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     counts = runner.run_interleaved([(spec, a), (spec, b)], load_suite(suite), runner.RunOptions(launches=1, heat_s=0))
-    assert counts == [{"ok": 2}, {"ok": 2}]
+    # wallclock on the interpreter with 1 launch a rep: a case may end `unstable`; the order is what is tested
+    assert [sum(c.get(k, 0) for k in ("ok", "unstable")) for c in counts] == [2, 2]
     la, lb = str(a) + ".logs", str(b) + ".logs"
     who = {la: "A", lb: "B"}
     ops = [(who[w], op, c) for w, op, c in log]
@@ -232,7 +233,7 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
                 "--fresh-process-rounds")  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out)
-    assert list(df["status"]) == ["ok", "ok"] and (df["reps"] >= 3).all()
+    assert set(df["status"]) <= {"ok", "unstable"} and (df["reps"] >= 3).all()  # wallclock may be unstable
     logs = list((tmp_path / "f.csv.logs").glob("worker-*.log"))
     # one worker for phase 1 + round 1, one per further round (+1: the first start resolves timing "auto")
     assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
