@@ -20,6 +20,14 @@ from harness.markdown import MARKER
 RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
+def retry_wait(retry_after: str | None, backoff_s: float, attempt: int, cap: float) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After`` when it gives seconds,
+    else exponential backoff; never more than ``cap``. (An HTTP-date Retry-After falls back to the backoff.)"""
+    after = (retry_after or "").strip()
+    wait = float(after) if after.replace(".", "", 1).isdigit() else backoff_s * 2**attempt
+    return min(wait, cap)
+
+
 @dataclass
 class GitHub:
     repo: str
@@ -50,8 +58,7 @@ class GitHub:
                     return json.loads(text)
             except urllib.error.HTTPError as err:
                 if err.code in RETRY_STATUS and attempt < self.retries:
-                    wait = float(err.headers.get("Retry-After") or self.backoff_s * 2**attempt)
-                    time.sleep(min(wait, 60.0))
+                    time.sleep(retry_wait(err.headers.get("Retry-After"), self.backoff_s, attempt, cap=60.0))
                     continue
                 detail = ""
                 with contextlib.suppress(ValueError, AttributeError):

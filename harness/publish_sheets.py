@@ -28,6 +28,7 @@ import numpy as np
 from harness.compare import Comparison, worst_first
 from harness.envinfo import side_by_side
 from harness.errors import HarnessError
+from harness.publish_github import retry_wait
 
 SHEETS_ROOT = "https://sheets.googleapis.com"
 #: points gspread at another Sheets v4 server (tests, proxies); unset in production
@@ -344,9 +345,8 @@ def _client(info: dict, where: str, retries: int, backoff_s: float, sleep: Calla
                     code = err.response.status_code
                     if code not in RETRY_STATUS or attempt == retries:
                         raise
-                    after = err.response.headers.get("Retry-After", "")
-                    wait = float(after) if after.replace(".", "", 1).isdigit() else backoff_s * 2**attempt
-                    sleep(min(wait, 64.0) * (1.0 + 0.1 * random.random()))
+                    wait = retry_wait(err.response.headers.get("Retry-After"), backoff_s, attempt, cap=64.0)
+                    sleep(wait * (1.0 + 0.1 * random.random()))
             raise AssertionError("unreachable")
 
     try:

@@ -147,3 +147,12 @@ def test_comment_links_the_explanations():
     body = render_markdown(cmp, explain_url="https://ci.example/run/1#explain")
     assert "compiled-kernel diffs): https://ci.example/run/1#explain" in body
     assert "compiled-kernel diffs" not in render_markdown(cmp)
+
+
+def test_retry_wait_reads_seconds_and_falls_back_to_backoff():
+    from harness.publish_github import retry_wait
+
+    assert retry_wait("3", 1.0, 0, cap=60) == 3.0 and retry_wait("0.5", 1.0, 4, cap=60) == 0.5
+    assert retry_wait(None, 1.0, 3, cap=60) == 8.0 and retry_wait("", 0.5, 0, cap=60) == 0.5
+    assert retry_wait("Wed, 21 Oct 2026 07:28:00 GMT", 1.0, 2, cap=60) == 4.0  # HTTP-date: backoff
+    assert retry_wait("600", 1.0, 0, cap=60) == 60 and retry_wait(None, 1.0, 10, cap=64) == 64
