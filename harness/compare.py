@@ -226,6 +226,15 @@ def compare_frames(
     return pd.DataFrame(cols), warnings
 
 
+def locate_results(named: str, compare_csv: str | os.PathLike[str]) -> Path | None:
+    """A results file named in a comparison's metadata: at that path, else beside the comparison (the two are
+    often moved together, e.g. in a CI artifact); None when neither exists."""
+    for p in (Path(named), Path(compare_csv).parent / Path(named).name):
+        if named and p.is_file():
+            return p
+    return None
+
+
 def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
     """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
     side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed

@@ -274,14 +274,17 @@ class Kernel:
     id: str
     folder: Path
     meta: dict[str, Any] = field(default_factory=dict)
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # file texts, parsed asm
 
     @property
     def name(self) -> str:
         return str(self.meta.get("name") or self.id.split("-", 1)[-1])
 
     def text(self, stage: str) -> str:
-        p = self.folder / stage
-        return p.read_text(encoding="utf-8", errors="replace") if p.is_file() else ""
+        if stage not in self._memo:
+            p = self.folder / stage
+            self._memo[stage] = p.read_text(encoding="utf-8", errors="replace") if p.is_file() else ""
+        return self._memo[stage]
 
     def asm_kind(self) -> str:
         for stage in ("sass", "amdgcn", "ptx"):
@@ -295,12 +298,16 @@ class Kernel:
         return {"sass": sass_mix, "amdgcn": amdgcn_mix, "ptx": ptx_mix}.get(kind, lambda _t: Counter())(text)
 
     def normalized_asm(self) -> list[str]:
-        kind = self.asm_kind()
-        text = self.text(kind)
-        if kind == "sass":
-            return sass_instructions(text)
-        lines = [ln.split("//")[0].split(";")[0].rstrip() for ln in text.splitlines()]
-        return [ln for ln in lines if ln.strip()]
+        if "normalized_asm" not in self._memo:
+            kind = self.asm_kind()
+            text = self.text(kind)
+            if kind == "sass":
+                lines = sass_instructions(text)
+            else:
+                lines = [ln.split("//")[0].split(";")[0].rstrip() for ln in text.splitlines()]
+                lines = [ln for ln in lines if ln.strip()]
+            self._memo["normalized_asm"] = lines
+        return self._memo["normalized_asm"]
 
 
 def load_kernel(root: Path, kid: str) -> Kernel:
@@ -466,27 +473,15 @@ class CaseExplain:
         return re.sub(r"[^\w.-]+", "_", f"{self.kernel}__{self.case_id}")
 
 
-def artifact_root(results_path: Path, sidecar: dict[str, Any]) -> Path:
-    name = sidecar.get("artifacts_dir") or (results_path.stem + ".artifacts")
-    return results_path.with_name(name)
+def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> tuple[pd.DataFrame, Path]:
+    from harness.compare import locate_results
+    from harness.results import artifacts_dir, load_results
 
-
-def _results_and_root(path_text: str, compare_dir: Path, override: Path | None) -> tuple[pd.DataFrame, Path]:
-    from harness.results import load_results, sidecar_path
-
-    candidates = [Path(path_text), compare_dir / Path(path_text).name]
-    path = next((p for p in candidates if p.is_file()), None)
+    path = locate_results(named, compare_csv)
     if path is None:
-        raise HarnessError(f"results file {path_text} (named by the compare metadata) not found, nor beside it")
+        raise HarnessError(f"results file {named} (named by the compare metadata) not found, nor beside it")
     df = load_results(path)
-    side: dict[str, Any] = {}
-    sp = sidecar_path(path)
-    if sp.is_file():
-        try:
-            side = json.loads(sp.read_text())
-        except ValueError:
-            side = {}
-    return df, (override or artifact_root(path, side))
+    return df, (override or artifacts_dir(path, df.attrs["env"]))
 
 
 def explain_cases(
@@ -500,9 +495,8 @@ def explain_cases(
     from harness.compare import load_compare, worst_first
 
     cmp = load_compare(compare_csv)
-    compare_dir = Path(compare_csv).parent
-    g_df, g_root = _results_and_root(cmp.golden_path, compare_dir, golden_artifacts)
-    t_df, t_root = _results_and_root(cmp.tot_path, compare_dir, tot_artifacts)
+    g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)
+    t_df, t_root = _results_and_root(cmp.tot_path, compare_csv, tot_artifacts)
     for df, root, label in ((g_df, g_root, "golden"), (t_df, t_root, "TOT")):
         if "artifacts" not in df.columns or not df["artifacts"].astype(str).str.len().any():
             raise HarnessError(f"{label} results have no artifacts column: run them with `harness run --artifacts`")
@@ -521,6 +515,7 @@ def explain_cases(
     g_art = dict(zip(g_df["kernel"] + "/" + g_df["case_id"], g_df["artifacts"].astype(str)))
     t_art = dict(zip(t_df["kernel"] + "/" + t_df["case_id"], t_df["artifacts"].astype(str)))
     out = []
+    diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], list[KernelDiff]] = {}
     for rec in table.to_dict("records"):
         key = f"{rec['kernel']}/{rec['case_id']}"
         gids = [x for x in g_art.get(key, "").split(";") if x]
@@ -529,9 +524,12 @@ def explain_cases(
         if not gids or not tids:
             ce.problem = "no artifacts for this case in " + ("golden" if not gids else "TOT") + " (not compiled?)"
         else:
-            gk = [load_kernel(g_root, i) for i in gids]
-            tk = [load_kernel(t_root, i) for i in tids]
-            ce.diffs = [diff_kernels(a, b) for a, b in pair_kernels(gk, tk)]
+            pair = (tuple(gids), tuple(tids))
+            if pair not in diffs:  # cases sharing their compiled kernels share one diff
+                gk = [load_kernel(g_root, i) for i in gids]
+                tk = [load_kernel(t_root, i) for i in tids]
+                diffs[pair] = [diff_kernels(a, b) for a, b in pair_kernels(gk, tk)]
+            ce.diffs = diffs[pair]
         out.append(ce)
     return out
 

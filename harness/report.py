@@ -152,18 +152,12 @@ class Run:
 
 
 def load_runs(paths: list[Path]) -> list[Run]:
-    from harness.results import load_results, sidecar_path
+    from harness.results import load_results
 
     runs = []
     for p in paths:
         df = load_results(p)
-        env: dict[str, Any] = {}
-        sp = sidecar_path(p)
-        if sp.is_file():
-            try:
-                env = json.loads(sp.read_text())
-            except ValueError:
-                raise HarnessError(f"{sp}: not JSON") from None
+        env = df.attrs["env"]  # the sidecar, validated by the loader
         label = str(env.get("env_name") or p.stem)
         if any(r.label == label for r in runs):
             label = p.stem
@@ -478,16 +472,11 @@ def write_report(
         raise HarnessError("give at least one results CSV or --compare COMPARE.csv")
     cmp = None
     if compare_csv is not None:
-        from harness.compare import load_compare
+        from harness.compare import load_compare, locate_results
 
         cmp = load_compare(compare_csv)
         if not results:
-            here = Path(compare_csv).parent
-            for p in (cmp.golden_path, cmp.tot_path):
-                cand = [Path(p), here / Path(p).name]
-                found = next((c for c in cand if c.is_file()), None)
-                if found:
-                    results.append(found)
+            results = [p for p in (locate_results(n, compare_csv) for n in (cmp.golden_path, cmp.tot_path)) if p]
     runs = load_runs(results)
     override = None
     if ceilings is not None:

@@ -269,6 +269,14 @@ def parse_results(text: str, path: Path) -> pd.DataFrame:
     return df
 
 
+def artifacts_dir(results: str | os.PathLike[str], env: dict[str, Any] | None = None) -> Path:
+    """The folder ``harness run --artifacts`` keeps a results file's compiled kernels in: the sidecar's
+    ``artifacts_dir`` when it names one, else ``<stem>.artifacts`` beside the results file."""
+    p = Path(results)
+    name = (env or {}).get("artifacts_dir") or (p.stem + ".artifacts")
+    return p.with_name(name)
+
+
 def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read and validate one results CSV; raise :class:`HarnessError` (one line) on any contract violation.
 

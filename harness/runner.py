@@ -28,7 +28,7 @@ from harness import stability
 from harness.envspec import EnvSpec
 from harness.errors import HarnessError
 from harness.gpuinfo import gpu_state
-from harness.results import SCHEMA_VERSION, ResultsAppender, load_results, sidecar_path
+from harness.results import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 REPO = Path(__file__).resolve().parent.parent
@@ -280,12 +280,6 @@ def precompile(
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         compiled = sum(pool.map(one, [s for s in shards if s]))
     return {"jobs": jobs, "cases": compiled, "wall_s": round(time.perf_counter() - t0, 2)}
-
-
-def artifacts_dir(out: Path) -> Path:
-    """Where ``--artifacts`` keeps the compiled kernels of the run writing ``out`` (one folder per env's file)."""
-    out = Path(out)
-    return out.with_name(out.stem + ".artifacts")
 
 
 def run_suite(
