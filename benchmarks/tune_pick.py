@@ -1,7 +1,10 @@
 """Turn config-sweep results into AITER-style config files: for each (kernel, N, K) the fastest config per
 M bucket becomes ``kernels/configs/{arch}-{CONFIG_NAME}-N={N}-K={K}.json``.
 
-    python benchmarks/tune_pick.py SWEEP.csv [--arch sm90] [--out kernels/configs] [--summary tuning.md]
+    python benchmarks/tune_pick.py SWEEP.csv [MORE.csv ...] [--arch sm90] [--out kernels/configs] [--summary tuning.md]
+
+Several sweeps of one GPU are read as one (a case measured in more than one file: the last file's row counts, so
+a re-run of some configs replaces their first measurement).
 
 Buckets follow the sweep's M values: M_LEQ_<m> for each swept M but the largest, which becomes ``any``.
 Only ``ok`` rows count; configs that failed to compile (shared memory) or answered wrongly are never picked.
@@ -16,18 +19,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pandas as pd  # noqa: E402
+
 from harness.results import load_results  # noqa: E402
 from kernels import load  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("sweep")
+    ap.add_argument("sweep", nargs="+")
     ap.add_argument("--arch", default="sm90")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "kernels" / "configs"))
     ap.add_argument("--summary")
     a = ap.parse_args()
-    df = load_results(a.sweep)
+    df = pd.concat([load_results(f) for f in a.sweep]).drop_duplicates(["kernel", "case_id"], keep="last")
     ok = df[df["status"] == "ok"].copy()
     lines = ["| kernel | N | K | bucket | best µs | worst ok µs | config |", "|---|---|---|---|---|---|---|"]
     for (kernel, n, k), g in ok.groupby(["kernel", "N", "K"]):

@@ -266,8 +266,11 @@ def precompile(
                 if w is None:
                     w = WorkerProc(spec, timing, log_dir, mem_budget=0.0)
                     w.request({"op": "hello"}, timeout=300)
-                w.request({"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s)
+                ans = w.request({"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s)
                 done += 1
+                if ans.get("worker_exits"):
+                    w.close()
+                    w = None
             except (WorkerDied, WorkerTimeout):
                 if w is not None:
                     w.kill()
@@ -462,13 +465,17 @@ def run_steps(
         if worker is None or worker.proc.poll() is not None:
             worker = start()
         try:
-            return worker.request(req, timeout=opts.timeout_s)
+            ans = worker.request(req, timeout=opts.timeout_s)
         except WorkerTimeout as err:
             worker = None
             return {"status": "timeout", "error": f"{req['op']}: {err} (the worker was killed)"}
         except WorkerDied as err:
             worker = None
             return {"status": "runtime_error", "error": f"{req['op']}: the worker process died: {err}"}
+        if ans.get("worker_exits"):  # its GPU context is lost: the next request gets a fresh worker
+            worker.close()
+            worker = None
+        return ans
 
     clean = False
     try:

@@ -12,7 +12,9 @@ Requests:
   {"op": "time", "case": {...}, "n": 20}             -> one rep: n timed launches (L2 flushed before each), median
   {"op": "quit"}
 A case that fails answers {"status": <compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
-hang kills the process, and the driver records that instead.
+hang kills the process, and the driver records that instead. A failure that leaves the GPU context unusable (an
+illegal address is sticky in CUDA) is answered with "worker_exits": true, and the worker exits: the driver starts
+a fresh one for the next case instead of failing every case after it.
 """
 
 from __future__ import annotations
@@ -322,6 +324,19 @@ class Worker:
             res["dispatch_us"] = dispatch
         return res
 
+    def context_lost(self) -> str:
+        """Non-empty when the GPU context is unusable: an illegal address, a trap or a launch failure is sticky
+        in CUDA (every later call in this process fails), so the case that caused it must be the only one that
+        fails. Probed with a synchronize after a failed request."""
+        if self.C.backend() == "interp":
+            return ""
+        try:
+            self.torch.cuda.synchronize()
+            self.torch.empty(1, device="cuda").fill_(0).item()
+        except Exception as exc:  # noqa: BLE001
+            return "GPU context lost (" + str(exc).strip().splitlines()[0][:120] + ")"
+        return ""
+
     def heat(self, seconds: float) -> dict[str, Any]:
         """Keep the GPU busy with large matmuls for ``seconds``, so the first reps run at the same power and
         temperature as the later ones (a GPU idle while the suite compiled starts cool and boosts higher)."""
@@ -590,22 +605,27 @@ def main() -> None:
         if op == "quit":
             break
         if op == "hello":
-            send({"status": "ok", "info": w.hello()})
+            ans = {"status": "ok", "info": w.hello()}
         elif op == "prepare":
-            send(
-                w.prepare(
-                    req["case"],
-                    bool(req.get("check", True)),
-                    str(req.get("artifacts") or ""),
-                    bool(req.get("compile_only", False)),
-                )
+            ans = w.prepare(
+                req["case"],
+                bool(req.get("check", True)),
+                str(req.get("artifacts") or ""),
+                bool(req.get("compile_only", False)),
             )
         elif op == "heat":
-            send(w.heat(float(req.get("seconds", 0))))
+            ans = w.heat(float(req.get("seconds", 0)))
         elif op == "time":
-            send(w.time(req["case"], int(req.get("n", 20))))
+            ans = w.time(req["case"], int(req.get("n", 20)))
         else:
-            send({"status": "runtime_error", "error": f"unknown op {op!r}"})
+            ans = {"status": "runtime_error", "error": f"unknown op {op!r}"}
+        lost = ans.get("status") not in ("ok", "skipped") and w.context_lost()
+        if lost:
+            ans["error"] = f"{ans.get('error', '')} [{lost}: the worker exits, the next case gets a fresh one]"
+            ans["worker_exits"] = True
+        send(ans)
+        if lost:
+            break
     out.close()
 
 

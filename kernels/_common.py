@@ -237,6 +237,77 @@ def dot_scaled_unsupported() -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------ persistent TMA kernels
+def tma_unsupported(*tensors: torch.Tensor) -> str | None:
+    """Why the persistent TMA variant cannot run on these tensors here (None when it can). It needs Hopper or
+    newer (or the Triton >= 3.9 interpreter: 3.6's cannot run a loop with tensor bounds), a unit last stride,
+    and 16-byte aligned base pointers and outer strides (TMA descriptor rules)."""
+    if backend() == "hip":
+        return "TMA descriptors are NVIDIA-only"
+    if INTERPRET and triton_version() < (3, 9):
+        return f"the Triton {triton.__version__} interpreter cannot run the persistent loop (needs >= 3.9)"
+    if backend() == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        return "TMA needs sm90 or newer"
+    for t in tensors:
+        if t.stride(-1) != 1 or t.data_ptr() % 16 or any(s * t.element_size() % 16 for s in t.stride()[:-1]):
+            return f"a {tuple(t.shape)} tensor with strides {t.stride()} is not TMA-aligned (16 bytes)"
+    return None
+
+
+def num_sms() -> int:
+    if INTERPRET:
+        return 2
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def num_tiles(B: int, M: int, N: int, config: dict[str, Any]) -> int:
+    return B * triton.cdiv(M, config["BLOCK_SIZE_M"]) * triton.cdiv(N, config["BLOCK_SIZE_N"])
+
+
+def persistent_programs(B: int, M: int, N: int, config: dict[str, Any]) -> int:
+    """Programs of a persistent launch: ``PERSISTENT`` per SM, never more than there are output tiles."""
+    return max(1, min(num_tiles(B, M, N, config), num_sms() * int(config["PERSISTENT"])))
+
+
+def descriptor(t: torch.Tensor, block: list[int]) -> Any:
+    """A host-side TMA descriptor over ``t`` (out-of-bounds loads read zeros, out-of-bounds stores are dropped)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor.from_tensor(t, block)
+
+
+def use_persistent(meta: dict[str, Any], num_ksplit: int, *tensors: torch.Tensor) -> bool:
+    """A config asks for the persistent TMA variant with ``PERSISTENT: n`` (n programs per SM); split-K configs
+    and tensors TMA cannot address use the pointer kernel with the same tiles."""
+    return bool(meta.get("PERSISTENT")) and num_ksplit == 1 and tma_unsupported(*tensors) is None
+
+
+@triton.jit
+def _persistent_tile(i, pid, M, N, NUM_PROGRAMS, NUM_TILES, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     GROUP_M: tl.constexpr):  # fmt: skip
+    """(batch, first row, first column, live) of the i-th tile of program ``pid``. Past the last tile (live is
+    False) the batch index runs out of range: TMA reads zeros there and drops the stores, so the loop needs no
+    branch, but pointer loads (scales, bias) must be masked with ``live``
+    (``offs < tl.where(live, N, 0)``: the interpreter cannot AND a block mask with a scalar)."""
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    t = pid + i * NUM_PROGRAMS
+    pid_m, pid_n, _ = _tile_ids(t % tiles, M, N, BLOCK_M, BLOCK_N, GROUP_M, 1)
+    return t // tiles, pid_m * BLOCK_M, pid_n * BLOCK_N, t < NUM_TILES
+
+
+@triton.jit
+def _store_tile(y_desc, acc, b, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
+    """Store an fp32 tile through a TMA descriptor in the output dtype: whole, or as two (BLOCK_M, BLOCK_N/2)
+    halves (SUBTILE=1; the descriptor's block is then half as wide)."""
+    if SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        lo, hi = tl.split(halves)
+        y_desc.store([b, off_m, off_n], lo.to(y_desc.dtype).reshape(1, BLOCK_M, BLOCK_N // 2))
+        y_desc.store([b, off_m, off_n + BLOCK_N // 2], hi.to(y_desc.dtype).reshape(1, BLOCK_M, BLOCK_N // 2))
+    else:
+        y_desc.store([b, off_m, off_n], acc.to(y_desc.dtype).reshape(1, BLOCK_M, BLOCK_N))
+
+
 # ------------------------------------------------------------------------------------- host-side launch
 #: the config keys every GEMM kernel takes as meta-parameters
 TILE_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")

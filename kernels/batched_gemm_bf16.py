@@ -1,4 +1,10 @@
-"""Y[b] = X[b] · W[b]ᵀ (+ bias[b]) for bf16/fp16 X (B,M,K) and W (B,N,K); fp32 accumulation."""
+"""Y[b] = X[b] · W[b]ᵀ (+ bias[b]) for bf16/fp16 X (B,M,K) and W (B,N,K); fp32 accumulation.
+
+Two variants of the same tiles: a program per output tile with pointer loads (any backend, split-K), and, when a
+config says ``PERSISTENT: n``, n programs per SM looping over the tiles with TMA loads and stores (Hopper+): the
+next tile's loads overlap this tile's store, which is what the write-bound small-K shapes (K=128) need.
+``EPILOGUE_SUBTILE: 1`` stores the tile in two halves (less shared memory for the epilogue).
+"""
 
 from __future__ import annotations
 
@@ -55,6 +61,32 @@ def _batched_gemm_bf16_kernel(
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _batched_gemm_bf16_persistent_kernel(
+    x_desc, w_desc, y_desc, bias_ptr, M, N, K, stride_bias_b, NUM_PROGRAMS, NUM_TILES,
+    HAS_BIAS: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    for i in tl.range(0, tl.cdiv(NUM_TILES, NUM_PROGRAMS), flatten=True):
+        b, off_m, off_n, live = C._persistent_tile(
+            i, pid, M, N, NUM_PROGRAMS, NUM_TILES, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M
+        )
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for kk in range(k_tiles):
+            a = x_desc.load([b, off_m, kk * BLOCK_SIZE_K]).reshape(BLOCK_SIZE_M, BLOCK_SIZE_K)
+            w = w_desc.load([b, off_n, kk * BLOCK_SIZE_K]).reshape(BLOCK_SIZE_N, BLOCK_SIZE_K)
+            acc = tl.dot(a, w.T, acc)
+        if HAS_BIAS:
+            offs_n = off_n + tl.arange(0, BLOCK_SIZE_N)
+            bias = tl.load(
+                bias_ptr + b.to(tl.int64) * stride_bias_b + offs_n, mask=offs_n < tl.where(live, N, 0), other=0.0
+            )
+            acc += bias.to(tl.float32)[None, :]
+        C._store_tile(y_desc, acc, b, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE)
+
+
 def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
     dt = DTYPES[case.get("dtype", "bf16")]
@@ -72,6 +104,17 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     N = w.shape[1]
     meta, opts = split_config(config, C.backend())
     ks, split = C.splitk_plan(K, meta, 1)
+    if C.use_persistent(meta, ks, x, w, y):
+        bm, bn, bk = meta["BLOCK_SIZE_M"], meta["BLOCK_SIZE_N"], meta["BLOCK_SIZE_K"]
+        sub = int(meta.get("EPILOGUE_SUBTILE", 0))
+        progs = C.persistent_programs(B, M, N, meta)
+        _batched_gemm_bf16_persistent_kernel[(progs,)](
+            C.descriptor(x, [1, bm, bk]), C.descriptor(w, [1, bn, bk]), C.descriptor(y, [1, bm, bn >> sub]),
+            bias if bias is not None else x, M, N, K, bias.stride(0) if bias is not None else 0, progs,
+            C.num_tiles(B, M, N, meta), HAS_BIAS=bias is not None, EPILOGUE_SUBTILE=sub,
+            **C.tile_meta(meta), **opts,
+        )  # fmt: skip
+        return y
     out, ys = C.splitk_target(y, ks)
     _batched_gemm_bf16_kernel[C.grid(B, M, N, meta, ks)](
         x, w, bias if bias is not None else x, out, M, N, K, *x.stride(), *w.stride(),

@@ -41,6 +41,45 @@ def test_kernel_matches_reference(name, shape, ks, bias):
     assert C.rel_frobenius(y, k.reference(inputs)) <= k.tolerance(case)
 
 
+PREQUANT = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
+
+
+@pytest.mark.parametrize("shape, ks, bias", [((2, 40, 48, 200), 1, True), ((1, 33, 32, 384), 3, False)])
+def test_prequant_quant_pass_is_bit_identical_to_the_fused_kernel(shape, ks, bias):
+    """X quantized once by a first kernel (QUANT_PASS) and X quantized inside the K loop: the same arithmetic."""
+    k = load(PREQUANT)
+    B, M, N, K = shape
+    case = {"B": B, "M": M, "N": N, "K": K, "dtype": "fp16", "out_dtype": "fp16", "bias": bias}
+    cfg = dict(resolve(k.CONFIG_NAME, C.arch(), M, N, K).config, NUM_KSPLIT=ks)
+    inputs = k.make_inputs(case, seed=5)
+    fused = k.launch(inputs, cfg).clone()
+    C.poison_(inputs["y"])
+    two = k.launch(inputs, dict(cfg, QUANT_PASS=1))
+    assert torch.equal(two, fused)
+    assert C.rel_frobenius(two, k.reference(inputs)) <= k.tolerance(case)
+    xq, s = k.quantize_x(inputs["x"], inputs["w"].dtype)
+    assert s.shape == (B, -(-K // 128), M) and (s > 0).all() and xq.dtype == inputs["w"].dtype
+
+
+def test_persistent_configs_fall_back_where_tma_cannot_run():
+    """A PERSISTENT config on a stack that cannot run the TMA kernel (here: the 3.6 interpreter) runs the pointer
+    kernel with the same tiles; TMA's alignment rules are checked per tensor."""
+    x = torch.empty(2, 16, 200, dtype=torch.float16)
+    why = C.tma_unsupported(x)
+    if C.triton_version() < (3, 9):
+        assert "interpreter" in why
+        assert not C.use_persistent({"PERSISTENT": 1}, 1, x)
+    else:
+        assert why is None and C.use_persistent({"PERSISTENT": 1}, 1, x)
+        assert not C.use_persistent({"PERSISTENT": 1}, 2, x), "split-K configs keep the pointer kernel"
+        assert "not TMA-aligned" in C.tma_unsupported(torch.empty(2, 16, 202, dtype=torch.float16)[..., :201])
+    k = load("batched_gemm_bf16")
+    case = {"B": 2, "M": 16, "N": 32, "K": 64, "dtype": "fp16", "out_dtype": "fp16"}
+    inputs = k.make_inputs(case, 0)
+    y = k.launch(inputs, dict(resolve(k.CONFIG_NAME, C.arch(), 16, 32, 64).config, PERSISTENT=1))
+    assert C.rel_frobenius(y, k.reference(inputs)) <= k.tolerance(case)
+
+
 def test_wrong_result_is_caught():
     k = load("batched_gemm_bf16")
     case = {"B": 1, "M": 16, "N": 32, "K": 64, "dtype": "fp16"}

@@ -69,6 +69,23 @@ def test_faults_become_statuses_and_the_run_goes_on(tmp_path):
     assert env["knobs"]["TRITON_DEFAULT_FP_FUSION"] == "1" and env["triton"]["version"]
 
 
+def test_a_lost_gpu_context_fails_only_the_case_that_lost_it(tmp_path):
+    """After an illegal address every CUDA call of that process fails: the worker answers, exits, and the next
+    case gets a fresh one (on the H100 one bad config otherwise failed the 67 cases after it)."""
+    out = tmp_path / "lost.csv"
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "context_loss.yaml", "--out", out,
+                "--launches", "1", "--compile-jobs", "2")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    df = load_results(out).set_index("kernel")
+    assert df["status"].to_dict() == {
+        "user_kernels.py:lose_context": "runtime_error",
+        "user_kernels.py:after_lost": "ok",
+        "user_kernels.py:good": "ok",
+    }
+    err = df.loc["user_kernels.py:lose_context", "error"]
+    assert "illegal memory access" in err and "GPU context lost (simulated)" in err and "fresh one" in err
+
+
 def test_registered_kernels_with_shared_case_ids_are_timed_separately(tmp_path):
     """Two kernels with the same case_id must not share prepared state in the worker."""
     suite = tmp_path / "two.yaml"

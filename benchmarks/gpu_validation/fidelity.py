@@ -9,6 +9,20 @@
 
 ``launch`` runs each case once to compile, then ``reps`` times after a 256 MiB L2 flush; ncu sees
 (1 + reps) launches per case in order, and the first of each group (the compile launch) is dropped.
+
+Where harness and ncu differ, ``gap`` tests the explanation: the harness's own timing (the worker's read-only
+flush, CUPTI) with the GPU left idle for G ms before every launch, as ncu's replay leaves it:
+
+    python fidelity.py gap --cases cases.json --idle-ms 0,1,10 --out gap-golden.json
+
+and ``empty`` measures the fixed part of ncu's bracket: one near-empty kernel (one program, one store) timed by
+ncu and by CUPTI; ncu's start timestamp is written into the command stream before the grid launch, CUPTI's
+when the grid starts, so the difference is launch processing that is not the kernel's:
+
+    ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_empty_kernel \
+        python fidelity.py empty > ncu-empty.csv
+    python fidelity.py empty --out empty-cupti.json
+    python fidelity.py report ... --empty ncu-empty.csv,empty-cupti.json
 """
 
 from __future__ import annotations
@@ -95,8 +109,69 @@ def dobench(a) -> None:
     Path(a.out).write_text(json.dumps(out, indent=1))
 
 
-def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]:
-    """ncu --csv output → per case the `reps` launch times in µs (compile launch dropped)."""
+def gap(a) -> None:
+    """Per case and idle gap: the median CUPTI time of ``reps`` launches, each after the harness's L2 flush and
+    then ``idle`` ms with the GPU idle (0 = the harness's back-to-back launches)."""
+    import time
+
+    import torch
+
+    from harness.worker import FLUSH_NAME, Worker, attribute_dispatches, kernel_events
+
+    w = Worker(str(ROOT), "cupti", 0.5)
+    cases = json.loads(Path(a.cases).read_text())
+    idles = [float(v) for v in a.idle_ms.split(",")]
+    out = {}
+    for c, op, _, _ in _prepared(cases):
+        op()
+        torch.cuda.synchronize()
+        row = {}
+        for idle in idles:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                for _ in range(a.reps):
+                    w._flush()
+                    torch.cuda.synchronize()
+                    if idle:
+                        time.sleep(idle / 1e3)
+                    op()
+                torch.cuda.synchronize()
+            times, _ = attribute_dispatches(kernel_events(prof), FLUSH_NAME, a.reps)
+            row[f"{idle:g}"] = statistics.median(times)
+        out[f"{c['kernel']}/{c['case_id']}"] = row
+        print(c["case_id"], row, flush=True)
+    Path(a.out).write_text(json.dumps(out, indent=1))
+
+
+def empty(a) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _empty_kernel(ptr):
+        tl.store(ptr + tl.program_id(0), 1.0)
+
+    buf = torch.zeros(1, device="cuda")
+    _empty_kernel[(1,)](buf)
+    torch.cuda.synchronize()
+    if not a.out:  # under ncu: just the launches
+        for _ in range(a.reps):
+            _empty_kernel[(1,)](buf)
+        torch.cuda.synchronize()
+        return
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(a.reps):
+            _empty_kernel[(1,)](buf)
+            torch.cuda.synchronize()
+    from harness.worker import kernel_events
+
+    times = [us for name, us in kernel_events(prof) if "_empty_kernel" in name]
+    Path(a.out).write_text(json.dumps({"cupti_us": times, "median_us": statistics.median(times)}, indent=1))
+    print(f"empty kernel, CUPTI: median {statistics.median(times):.3f} us over {len(times)}")
+
+
+def ncu_times(path: str) -> list[float]:
+    """Every gpu__time_duration.sum row of an ncu --csv output, in µs."""
     text = Path(path).read_text(errors="replace")
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
@@ -106,6 +181,12 @@ def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]
         v = float(r["Metric Value"].replace(",", ""))
         unit = r.get("Metric Unit", "ns")
         times.append(v / 1e3 if unit == "ns" else v * 1e3 if unit == "msecond" else v)
+    return times
+
+
+def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]:
+    """ncu --csv output → per case the `reps` launch times in µs (compile launch dropped)."""
+    times = ncu_times(path)
     per = 1 + reps
     if len(times) != per * len(cases):
         raise SystemExit(f"{path}: {len(times)} kernel rows, expected {per * len(cases)} (single-dispatch ops)")
@@ -160,6 +241,15 @@ def report(a) -> None:
         f"do_bench / ncu: median {df['dobench_over_ncu'].median():.2f}x, max {df['dobench_over_ncu'].max():.2f}x"
         f" (small kernels: {df[df['ncu_us'] < 15]['dobench_over_ncu'].median():.2f}x)"
     )
+    if a.empty:
+        ncu_f, cupti_f = a.empty.split(",")
+        off = statistics.median(ncu_times(ncu_f)) - json.loads(Path(cupti_f).read_text())["median_us"]
+        corr = 100 * (big["harness_us"] + off - big["ncu_us"]) / big["ncu_us"]
+        df["diff_pct_bracket_corrected"] = 100 * (df["harness_us"] + off - df["ncu_us"]) / df["ncu_us"]
+        lines.append(
+            f"ncu's launch bracket (empty kernel, ncu minus CUPTI): {off:.2f} us; harness + bracket vs ncu: median "
+            f"|diff| {corr.abs().median():.2f}%, max |diff| {corr.abs().max():.2f}%"
+        )
     if a.ncu2:
         name, f = a.ncu2.split("=", 1)
         second = parse_ncu(f, cases, a.reps)
@@ -206,14 +296,23 @@ def main() -> None:
     p = sub.add_parser("dobench")
     p.add_argument("--cases", required=True)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("gap")
+    p.add_argument("--cases", required=True)
+    p.add_argument("--idle-ms", default="0,1,10")
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("empty")
+    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--out")
     p = sub.add_parser("report")
     p.add_argument("--cases", required=True)
     p.add_argument("--stack", action="append")
     p.add_argument("--ncu2")
+    p.add_argument("--empty", help="NCU_EMPTY.csv,EMPTY_CUPTI.json from the `empty` step: report bracket-corrected")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", required=True)
     a = ap.parse_args()
-    {"pick": pick, "launch": launch, "dobench": dobench, "report": report}[a.cmd](a)
+    {"pick": pick, "launch": launch, "dobench": dobench, "gap": gap, "empty": empty, "report": report}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 # GPU validation: golden (the machine's Triton) vs TOT (a second Triton on an overlay path) on one CUDA GPU.
 #
 #   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
+#                                                      offset: ncu without cache control, harness with idle gaps
 #                                                      suite-il, aa-il: the same with reps interleaved in time
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -69,13 +70,26 @@ for step in "$@"; do
       stamp "ncu golden again"; $NCU python3 $F launch --cases "$R/fidelity-cases.json" > "$R/ncu-golden-2.csv" 2>/dev/null
       stamp "ncu tot"; PYTHONPATH="$HARNESS_TOT_TRITON" $NCU python3 $F launch --cases "$R/fidelity-cases.json" \
         > "$R/ncu-tot.csv" 2>/dev/null
+      stamp "ncu + CUPTI on an empty kernel (ncu's launch bracket)"
+      ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_empty_kernel python3 $F empty \
+        > "$R/ncu-empty.csv" 2>/dev/null
+      python3 $F empty --out "$R/empty-cupti.json"
       stamp "do_bench"
       python3 $F dobench --cases "$R/fidelity-cases.json" --out "$R/dobench-golden.json"
       tot_py $F dobench --cases "$R/fidelity-cases.json" --out "$R/dobench-tot.json"
       python3 $F report --cases "$R/fidelity-cases.json" \
         --stack "golden=$R/golden.csv,$R/ncu-golden.csv,$R/dobench-golden.json" \
         --stack "tot=$R/tot.csv,$R/ncu-tot.csv,$R/dobench-tot.json" \
-        --ncu2 "golden=$R/ncu-golden-2.csv" --out "$R/fidelity.csv"
+        --ncu2 "golden=$R/ncu-golden-2.csv" --empty "$R/ncu-empty.csv,$R/empty-cupti.json" --out "$R/fidelity.csv"
+      ;;
+    offset)  # where harness and ncu differ: ncu without its cache flush, and the harness with idle gaps
+      F=benchmarks/gpu_validation/fidelity.py
+      CASES=${CASES:-$R/fidelity-cases.json}
+      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_batched_gemm"
+      stamp "ncu golden"; $NCU python3 $F launch --cases "$CASES" > "$R/offset-ncu.csv" 2>/dev/null
+      stamp "ncu golden --cache-control none"
+      $NCU --cache-control none python3 $F launch --cases "$CASES" > "$R/offset-ncu-nocache.csv" 2>/dev/null
+      stamp "harness timing with idle gaps"; python3 $F gap --cases "$CASES" --out "$R/offset-gap.json"
       ;;
     aa-fresh)  # A/A with every rep round in a new worker process, both runs
       for s in 1 2; do

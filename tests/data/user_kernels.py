@@ -2,6 +2,7 @@
 kernel interface; all but `good` break in one way."""
 
 import os
+import sys
 import time
 
 import torch
@@ -39,6 +40,27 @@ class crash(good):
     @staticmethod
     def launch(inputs, config):
         os.abort()  # what an illegal memory access looks like from the driver: the process dies
+
+
+class lose_context(good):
+    """What an illegal address really does on a GPU: the launch fails with an exception and every later CUDA call
+    in the process fails too (sticky). Simulated by making this worker's context probe report the loss."""
+
+    @staticmethod
+    def launch(inputs, config):
+        sys.modules["__main__"].Worker.context_lost = lambda self: "GPU context lost (simulated)"
+        os.environ["HARNESS_TEST_CONTEXT_LOST"] = "1"
+        raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+
+
+class after_lost(good):
+    """Fails if it runs in the process whose context ``lose_context`` broke."""
+
+    @staticmethod
+    def launch(inputs, config):
+        if os.environ.get("HARNESS_TEST_CONTEXT_LOST"):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (an earlier case's)")
+        return base.launch(inputs, config)
 
 
 class hang(good):
