@@ -266,7 +266,9 @@ def precompile(
                 if w is None:
                     w = WorkerProc(spec, timing, log_dir, mem_budget=0.0)
                     w.request({"op": "hello"}, timeout=300)
-                ans = w.request({"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s)
+                ans = w.request(
+                    {"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s
+                )
                 done += 1
                 if ans.get("worker_exits"):
                     w.close()

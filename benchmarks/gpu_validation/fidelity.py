@@ -1,7 +1,7 @@
 """Fidelity of the harness's kernel times against Nsight Compute and do_bench, on the GPU.
 
     python fidelity.py pick  --results golden.csv --n 36 --out cases.json      # choose cases across kernels
-    ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_batched_gemm \\
+    ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:^_ \\
         python fidelity.py launch --cases cases.json --reps 5 > ncu-golden.csv   # under ncu
     python fidelity.py dobench --cases cases.json --out dobench-golden.json
     python fidelity.py report --cases cases.json --stack golden=golden.csv,ncu-golden.csv,dobench-golden.json \\
@@ -64,6 +64,8 @@ def pick(a) -> None:
                 "N": int(r.N),
                 "K": int(r.K),
                 "config": json.loads(r.config),
+                # kernels one op launches (QUANT_PASS, split-K: 2): ncu reports each, the op's time is their sum
+                "dispatches": len(json.loads(r.dispatch_us)) if str(r.dispatch_us).startswith("{") else 1,
             }
         )
     Path(a.out).write_text(json.dumps(cases, indent=1))
@@ -185,12 +187,19 @@ def ncu_times(path: str) -> list[float]:
 
 
 def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]:
-    """ncu --csv output → per case the `reps` launch times in µs (compile launch dropped)."""
+    """ncu --csv output → per case the `reps` op times in µs (the compile launch dropped; an op of several
+    kernels is the sum of its dispatches, as the harness counts it)."""
     times = ncu_times(path)
-    per = 1 + reps
-    if len(times) != per * len(cases):
-        raise SystemExit(f"{path}: {len(times)} kernel rows, expected {per * len(cases)} (single-dispatch ops)")
-    return {f"{c['kernel']}/{c['case_id']}": times[i * per + 1 : (i + 1) * per] for i, c in enumerate(cases)}
+    expected = sum((1 + reps) * c.get("dispatches", 1) for c in cases)
+    if len(times) != expected:
+        raise SystemExit(f"{path}: {len(times)} kernel rows, expected {expected}")
+    out, i = {}, 0
+    for c in cases:
+        k = c.get("dispatches", 1)
+        ops = [sum(times[i + j * k : i + (j + 1) * k]) for j in range(1 + reps)]
+        out[f"{c['kernel']}/{c['case_id']}"] = ops[1:]
+        i += (1 + reps) * k
+    return out
 
 
 def report(a) -> None:

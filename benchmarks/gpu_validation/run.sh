@@ -65,7 +65,8 @@ for step in "$@"; do
     fidelity)
       F=benchmarks/gpu_validation/fidelity.py
       python3 $F pick --results "$R/golden.csv" --n 36 --out "$R/fidelity-cases.json"
-      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_batched_gemm"
+      # every Triton kernel of the ops (names start with _; the flush between launches is torch's fill kernel)
+      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:^_"
       stamp "ncu golden"; $NCU python3 $F launch --cases "$R/fidelity-cases.json" > "$R/ncu-golden.csv" 2>/dev/null
       stamp "ncu golden again"; $NCU python3 $F launch --cases "$R/fidelity-cases.json" > "$R/ncu-golden-2.csv" 2>/dev/null
       stamp "ncu tot"; PYTHONPATH="$HARNESS_TOT_TRITON" $NCU python3 $F launch --cases "$R/fidelity-cases.json" \
@@ -85,7 +86,7 @@ for step in "$@"; do
     offset)  # where harness and ncu differ: ncu without its cache flush, and the harness with idle gaps
       F=benchmarks/gpu_validation/fidelity.py
       CASES=${CASES:-$R/fidelity-cases.json}
-      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:_batched_gemm"
+      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:^_"
       stamp "ncu golden"; $NCU python3 $F launch --cases "$CASES" > "$R/offset-ncu.csv" 2>/dev/null
       stamp "ncu golden --cache-control none"
       $NCU --cache-control none python3 $F launch --cases "$CASES" > "$R/offset-ncu-nocache.csv" 2>/dev/null
