@@ -101,6 +101,17 @@ def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
     print(json.dumps(load_env_spec(spec).summary(), indent=2))
 
 
+def _launch_gap(value: str | None) -> str | None:
+    if value is None or value == "auto":
+        return value
+    try:
+        if float(value) >= 0:
+            return str(float(value))
+    except ValueError:
+        pass
+    raise HarnessError(f"--launch-gap {value!r}: expected 'auto' or a number of milliseconds >= 0")
+
+
 @app.command()
 def run(
     env: Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")],
@@ -129,6 +140,14 @@ def run(
             help="time each rep round in a new worker process, so per-process placement effects average out",
         ),
     ] = False,
+    launch_gap: Annotated[
+        str | None,
+        typer.Option(
+            "--launch-gap",
+            help="GPU idle before every timed launch (CUPTI): 'auto' (the kernel's own time, at most 1 ms: every "
+            "launch starts from the same power state), 0 (back to back) or milliseconds",
+        ),
+    ] = "auto",
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -183,6 +202,7 @@ def run(
         artifacts=artifacts,
         compile_jobs=default_compile_jobs() if compile_jobs == 0 else max(1, compile_jobs or 1),
         fresh_process_rounds=fresh_process_rounds,
+        launch_gap=_launch_gap(launch_gap),
     )
     import signal
 

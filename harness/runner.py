@@ -147,6 +147,10 @@ class RunOptions:
     mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
     compile_jobs: int = 1  # > 1: compile in that many worker processes first (GPU timing only)
     fresh_process_rounds: bool = False  # every rep round in a new worker process (new allocations)
+    #: GPU idle before every timed launch (CUPTI timing): "auto" = the kernel's own time, at most 1 ms, so every
+    #: launch starts from the same power state, as under ncu (back to back, ms-long kernels sit at the power cap
+    #: and drift by several % between processes); "0" = back to back; or a number of ms
+    launch_gap: str | None = "auto"
 
 
 @dataclass
@@ -436,6 +440,7 @@ def run_steps(
         "timing": timing,
         "launches_per_rep": n,
         "heat_s": opts.heat_s if timing != "wallclock" else 0.0,
+        "launch_gap": opts.launch_gap if timing != "wallclock" else None,
         "host": os.uname().nodename,
     }
     if opts.artifacts:
@@ -515,7 +520,7 @@ def run_steps(
             for st in pending:
                 st.case["rep"] = rnd - 1
                 yield rnd, st.key
-                ans = ask({"op": "time", "case": st.case, "n": n}, st)
+                ans = ask({"op": "time", "case": st.case, "n": n, "gap": opts.launch_gap}, st)
                 if timing == "rocprofv3" and ans.get("status") == "ok":
                     traced.append(st)  # its time is in the trace, readable once the worker has exited
                     continue

@@ -9,7 +9,8 @@ Requests:
   {"op": "prepare", "case": {...}, "check": true,    -> build inputs, resolve config, compile (timed), check;
    "artifacts": DIR}                                    with DIR: store each compiled kernel the case launched
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
-  {"op": "time", "case": {...}, "n": 20}             -> one rep: n timed launches (L2 flushed before each), median
+  {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
+   "gap": null | "auto" | "<ms>"}                       gap: the GPU idles that long before every launch
   {"op": "quit"}
 A case that fails answers {"status": <compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
 hang kills the process, and the driver records that instead. A failure that leaves the GPU context unusable (an
@@ -281,7 +282,7 @@ class Worker:
         n = self._flush_buf.numel()
         self._flush_kernel[(self.triton.cdiv(n, 8192),)](self._flush_buf, self._flush_out, n, BLOCK=8192)
 
-    def time(self, case: dict[str, Any], n: int) -> dict[str, Any]:
+    def time(self, case: dict[str, Any], n: int, gap: str | None = None) -> dict[str, Any]:
         cid = self._key(case)
         if cid not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
             p = self.prepare(case, check=False)
@@ -306,9 +307,19 @@ class Worker:
                 est_us = (time.perf_counter() - t0) / 3 * 1e6
                 entry["n"] = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est_us, 1.0))))
             n = entry["n"]
+        idle_s = 0.0
+        if gap == "auto":  # the kernel's own time (estimated with launch overhead), at most 1 ms
+            if "est_us" not in entry:
+                t0 = time.perf_counter()
+                op()
+                self._sync()
+                entry["est_us"] = (time.perf_counter() - t0) * 1e6
+            idle_s = min(entry["est_us"], 1000.0) / 1e6
+        elif gap:
+            idle_s = float(gap) / 1e3
         try:
             if self.timing == "cupti":
-                samples, dispatch = self._time_cupti(op, n)
+                samples, dispatch = self._time_cupti(op, n, idle_s)
             elif self.timing == "events":
                 samples, dispatch = self._time_events(op, n), None
             elif self.timing == "rocprofv3":
@@ -376,8 +387,9 @@ class Worker:
         torch.cuda.synchronize()
         return [s.elapsed_time(e) * 1e3 for s, e in ev]
 
-    def _time_cupti(self, op, n: int) -> tuple[list[float], dict[str, float]]:
-        """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes."""
+    def _time_cupti(self, op, n: int, idle_s: float = 0.0) -> tuple[list[float], dict[str, float]]:
+        """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
+        with ``idle_s`` the GPU idles that long (flush done) before every launch."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
@@ -385,6 +397,9 @@ class Worker:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(n):
                 self._flush()
+                if idle_s:
+                    torch.cuda.synchronize()
+                    time.sleep(idle_s)
                 op()
             torch.cuda.synchronize()
         return attribute_dispatches(kernel_events(prof), FLUSH_NAME, n)
@@ -616,7 +631,7 @@ def main() -> None:
         elif op == "heat":
             ans = w.heat(float(req.get("seconds", 0)))
         elif op == "time":
-            ans = w.time(req["case"], int(req.get("n", 20)))
+            ans = w.time(req["case"], int(req.get("n", 20)), req.get("gap"))
         else:
             ans = {"status": "runtime_error", "error": f"unknown op {op!r}"}
         lost = ans.get("status") not in ("ok", "skipped") and w.context_lost()

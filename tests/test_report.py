@@ -49,7 +49,9 @@ def test_config_labels():
 
 def test_vendor_markdown_is_parsed():
     v = parse_vendor(H100 / "vendor-ratios.md")
-    assert len(v) == 15 and set(v["kernel"]) >= {"batched_gemm_bf16", "batched_gemm_a8w8"}
+    # 5 kernels x 3 shapes; the fp8 kernel has up to three torch paths a shape (row-wise, same math, blockwise)
+    assert len(v.drop_duplicates(["kernel", "B", "M", "N", "K"])) == 15 and len(v) > 15
+    assert set(v["kernel"]) >= {"batched_gemm_bf16", "batched_gemm_a8w8"}
     row = v[(v["kernel"] == "batched_gemm_bf16") & (v["N"] == 8192)].iloc[0]
     assert (row["B"], row["M"], row["K"]) == (16, 2048, 8192) and row["torch_path"] == "torch.bmm"
 
@@ -66,8 +68,12 @@ def test_dispatch_table_splits_multi_kernel_ops(tmp_path):
     src.loc[0, "dispatch_us"] = json.dumps({"_batched_gemm_bf16_kernel": 8.0, "_splitk_reduce_kernel": 2.0})
     src.to_csv(tmp_path / "g.csv", index=False)
     t = dispatch_table(load_runs([tmp_path / "g.csv"]))
-    assert list(t["dispatch"]) == ["_batched_gemm_bf16_kernel", "_splitk_reduce_kernel"]
-    assert t["share"].tolist() == pytest.approx([0.8, 0.2])
+    mine = t[(t["kernel"] == src.loc[0, "kernel"]) & (t["case_id"] == src.loc[0, "case_id"])]
+    assert list(mine["dispatch"]) == ["_batched_gemm_bf16_kernel", "_splitk_reduce_kernel"]
+    assert mine["share"].tolist() == pytest.approx([0.8, 0.2])
+    # the real two-kernel ops of the H100 run (fp8 with X quantized in a first kernel) are split too
+    real = t[t["dispatch"].str.contains("_quant_x_kernel")]
+    assert len(real) > 0 and (real["share"] < 0.2).all()
 
 
 @pytest.fixture(scope="module")

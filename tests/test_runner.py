@@ -159,6 +159,19 @@ def test_refuses_to_overwrite_and_bad_env(tmp_path):
     assert r.returncode == 2 and "exists; pass --resume" in r.stderr
     r = harness("run", "--env", tmp_path / "nope.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "y.csv")
     assert r.returncode == 2 and "no such env spec" in r.stderr and "Traceback" not in r.stderr
+    # an overlay folder that is not there: the run must stop, not measure site-packages' Triton as "TOT"
+    spec = tmp_path / "tot.yaml"
+    spec.write_text(
+        f"name: tot\npython: {sys.executable}\npythonpath: [/nonexistent/triton-3.9.0]\ntiming: wallclock\n"
+    )
+    r = harness("run", "--env", spec, "--suite", DATA / "slow.yaml", "--out", tmp_path / "z.csv")
+    assert (
+        r.returncode == 2 and "pythonpath entry /nonexistent/triton-3.9.0" in r.stderr and "does not exist" in r.stderr
+    )
+    assert "Traceback" not in r.stderr
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "w.csv",
+                "--launch-gap", "soon")  # fmt: skip
+    assert r.returncode == 2 and "--launch-gap 'soon'" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):

@@ -102,6 +102,15 @@ for step in "$@"; do
       h compare "$R/golden-fresh-1.csv" "$R/golden-fresh-2.csv" --out "$R/compare-aa-fresh.csv" \
         --markdown "$R/compare-aa-fresh.md" | tee "$R/compare-aa-fresh.txt" | tail -12
       ;;
+    aa-b2b)  # A/A with launches back to back (--launch-gap 0, the default before 07:00 on 2026-11-22), golden twice
+      for s in 1 2; do
+        stamp "run golden A/A back to back $s start"
+        h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-b2b-$s.csv" --resume --launch-gap 0 2>&1 | tail -2
+        stamp "run golden A/A back to back $s end"
+      done
+      h compare "$R/golden-b2b-1.csv" "$R/golden-b2b-2.csv" --out "$R/compare-aa-b2b.csv" \
+        --markdown "$R/compare-aa-b2b.md" | tee "$R/compare-aa-b2b.txt" | tail -12
+      ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
