@@ -259,6 +259,23 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
     return np.lexsort((-np.nan_to_num(pct, nan=-np.inf), codes))
 
 
+#: sidecar fields that change what a time means; golden and TOT should agree on all of them
+METHOD_KEYS = ("timing", "launch_gap", "launches_per_rep", "heat_s")
+
+
+def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
+    """One warning per measurement setting (or GPU) on which two sidecars disagree: their deltas would mix the
+    compiler change with a change of method. Settings a sidecar does not record are not compared."""
+    out = []
+    for key in METHOD_KEYS:
+        if key in golden_env and key in tot_env and golden_env[key] != tot_env[key]:
+            out.append(f"golden and TOT were measured differently: {key} {golden_env[key]!r} vs {tot_env[key]!r}")
+    gg, tg = (golden_env.get("gpu") or {}).get("name"), (tot_env.get("gpu") or {}).get("name")
+    if gg and tg and gg != tg:
+        out.append(f"golden and TOT ran on different GPUs: {gg} vs {tg}")
+    return out
+
+
 def compare_files(
     golden: str | os.PathLike[str], tot: str | os.PathLike[str], rule: Rule | None = None, *, unstable: str = "compare"
 ) -> Comparison:
@@ -269,6 +286,7 @@ def compare_files(
         gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
         gdf, tdf = gf.result(), tf.result()
     table, warnings = compare_frames(gdf, tdf, rule, unstable=unstable, golden_name=str(golden), tot_name=str(tot))
+    warnings += method_differences(gdf.attrs.get("env", {}), tdf.attrs.get("env", {}))
     return Comparison(
         table=table,
         rule=rule,

@@ -212,3 +212,14 @@ def test_overlap_note_reaches_the_table(write):
     table = compare_files(g, t).table.set_index("case_id")
     assert list(table["verdict"]) == ["regression", "regression"]
     assert table.loc["a", "note"].startswith("rep ranges overlap") and table.loc["b", "note"] == ""
+
+
+def test_different_measurement_methods_warn():
+    from harness.compare import method_differences
+
+    g = {"timing": "cupti", "launch_gap": "auto", "heat_s": 5.0, "gpu": {"name": "NVIDIA H100 80GB HBM3"}}
+    assert method_differences(g, dict(g)) == []
+    t = {**g, "launch_gap": "0.0", "gpu": {"name": "NVIDIA H200"}}
+    w = method_differences(g, t)
+    assert any("launch_gap 'auto' vs '0.0'" in x for x in w) and any("different GPUs" in x for x in w)
+    assert method_differences(g, {"timing": "cupti"}) == [], "a setting one sidecar lacks is not compared"
