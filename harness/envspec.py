@@ -78,10 +78,14 @@ class EnvSpec:
         env = dict(os.environ if base is None else base)
         env.update(PINNED)
         env.update({k: expand(str(v)) for k, v in self.env.items()})
-        overlay = [str(self._abs(p)) for p in self.pythonpath if expand(p).strip()]
-        for raw, path in zip([p for p in self.pythonpath if expand(p).strip()], overlay, strict=True):
+        overlay = []
+        for raw in self.pythonpath:
+            if not expand(raw).strip():
+                continue
+            path = str(self._abs(raw))
             if not Path(path).exists():  # else the worker silently imports site-packages' Triton instead
                 raise HarnessError(f"{self.path}: pythonpath entry {path} ({raw}) does not exist")
+            overlay.append(path)
         if overlay:
             env["PYTHONPATH"] = os.pathsep.join(overlay + [p for p in [env.get("PYTHONPATH", "")] if p])
         env["TRITON_CACHE_DIR"] = str(self.triton_cache())

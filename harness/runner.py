@@ -96,7 +96,10 @@ class WorkerProc:
                     raise WorkerDied(self.tail())
                 self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
+        ans = json.loads(line)
+        if ans.get("worker_exits"):  # its GPU context is lost and it is exiting: callers start a fresh worker
+            self.close()
+        return ans
 
     def tail(self, n: int = 1500) -> str:
         self._log.flush()
@@ -267,16 +270,11 @@ def precompile(
         done, w = 0, None
         for case in shard:
             try:
-                if w is None:
+                if w is None or w.proc.poll() is not None:
                     w = WorkerProc(spec, timing, log_dir, mem_budget=0.0)
                     w.request({"op": "hello"}, timeout=300)
-                ans = w.request(
-                    {"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s
-                )
+                w.request({"op": "prepare", "case": case, "check": False, "compile_only": True}, timeout=timeout_s)
                 done += 1
-                if ans.get("worker_exits"):
-                    w.close()
-                    w = None
             except (WorkerDied, WorkerTimeout):
                 if w is not None:
                     w.kill()
@@ -472,17 +470,13 @@ def run_steps(
         if worker is None or worker.proc.poll() is not None:
             worker = start()
         try:
-            ans = worker.request(req, timeout=opts.timeout_s)
+            return worker.request(req, timeout=opts.timeout_s)
         except WorkerTimeout as err:
             worker = None
             return {"status": "timeout", "error": f"{req['op']}: {err} (the worker was killed)"}
         except WorkerDied as err:
             worker = None
             return {"status": "runtime_error", "error": f"{req['op']}: the worker process died: {err}"}
-        if ans.get("worker_exits"):  # its GPU context is lost: the next request gets a fresh worker
-            worker.close()
-            worker = None
-        return ans
 
     clean = False
     try:

@@ -298,22 +298,16 @@ class Worker:
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self._sync()
-        if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
-            if "n" not in entry:
-                t0 = time.perf_counter()
-                for _ in range(3):
-                    op()
-                self._sync()
-                est_us = (time.perf_counter() - t0) / 3 * 1e6
-                entry["n"] = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est_us, 1.0))))
-            n = entry["n"]
-        idle_s = 0.0
-        if gap == "auto":  # the kernel's own time (estimated with launch overhead), at most 1 ms
-            if "est_us" not in entry:
-                t0 = time.perf_counter()
+        if "est_us" not in entry and (n <= 0 or gap == "auto"):  # one estimate per case, launch overhead included
+            t0 = time.perf_counter()
+            for _ in range(3):
                 op()
-                self._sync()
-                entry["est_us"] = (time.perf_counter() - t0) * 1e6
+            self._sync()
+            entry["est_us"] = (time.perf_counter() - t0) / 3 * 1e6
+        if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
+            n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(entry["est_us"], 1.0))))
+        idle_s = 0.0
+        if gap == "auto":  # the kernel's own time, at most 1 ms
             idle_s = min(entry["est_us"], 1000.0) / 1e6
         elif gap:
             idle_s = float(gap) / 1e3
