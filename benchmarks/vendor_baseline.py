@@ -31,6 +31,7 @@ from harness.worker import attribute_dispatches, kernel_events  # noqa: E402
 from kernels import _common as C  # noqa: E402
 from kernels import load  # noqa: E402
 from kernels._config import resolve  # noqa: E402
+from kernels.batched_gemm_a8w8_prequant import torch_group_quant  # noqa: E402
 
 SHAPES = [(128, 2048, 512, 128), (128, 2048, 128, 512), (16, 2048, 8192, 8192)]
 FLUSH = "_flush_marker"
@@ -59,15 +60,6 @@ def cupti_us(op, n: int = 20) -> float:
     return statistics.median(times)
 
 
-def group_quant(x: torch.Tensor, fp8: torch.dtype, group: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
-    """Torch ops for our per-(row, 128-group) quantization: fp8 X (B,M,K) and scales (B, M, K/group)."""
-    B, M, K = x.shape
-    fmax = torch.finfo(fp8).max
-    g = x.float().reshape(B, M, K // group, group)
-    s = g.abs().amax(-1).clamp_min(1e-10) / fmax
-    return (g / s.unsqueeze(-1)).clamp(-fmax, fmax).to(fp8).reshape(B, M, K), s
-
-
 def blockwise_op(x: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, quantize_in_op: bool = True):
     """X group-quantized by torch (inside the timed op, or once beforehand), then torch._scaled_mm with 1x128 ×
     128x128 scales per batch. Scale layouts as cuBLASLt requires them (M-major A scales, K-blocks of B rounded up
@@ -77,9 +69,10 @@ def blockwise_op(x: torch.Tensor, w: torch.Tensor, w_scale: torch.Tensor, quanti
     L4 = -(-L // 4) * 4
     sb = w_scale.reshape(1, 1).expand(N // 128, L4).contiguous().t()  # (L4, N/128), stride (1, L4)
 
-    def quant():
-        xq, s = group_quant(x, w.dtype)
-        return xq, s.transpose(1, 2).contiguous()  # (B, L, M): each batch's (M, L) view has stride (1, M)
+    def quant():  # the kernels' quantization in torch ops (K is a multiple of 128 at these shapes)
+        xq, s = torch_group_quant(x, w.dtype)
+        # scales (B, L, M): each batch's (M, L) view has stride (1, M)
+        return xq.reshape(B, M, K), s.reshape(B, M, L).transpose(1, 2).contiguous()
 
     pre = None if quantize_in_op else quant()
 

@@ -296,6 +296,14 @@ def _persistent_tile(i, pid, M, N, NUM_PROGRAMS, NUM_TILES, BLOCK_M: tl.constexp
 
 
 @triton.jit
+def _bias_row(bias_ptr, b, stride_bias_b, off_n, N, live, BLOCK_N: tl.constexpr):
+    """The (1, BLOCK_N) fp32 bias row of batch ``b`` for a persistent tile (zeros past the last tile)."""
+    offs_n = off_n + tl.arange(0, BLOCK_N)
+    bias = tl.load(bias_ptr + b.to(tl.int64) * stride_bias_b + offs_n, mask=offs_n < tl.where(live, N, 0), other=0.0)
+    return bias.to(tl.float32)[None, :]
+
+
+@triton.jit
 def _store_tile(y_desc, acc, b, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
     """Store an fp32 tile through a TMA descriptor in the output dtype: whole, or as two (BLOCK_M, BLOCK_N/2)
     halves (SUBTILE=1; the descriptor's block is then half as wide)."""

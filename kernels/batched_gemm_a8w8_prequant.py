@@ -153,11 +153,7 @@ def _prequantized_persistent_kernel(
                 acc += tl.dot(a, w.T) * s[:, None]
         acc *= w_scale
         if HAS_BIAS:
-            offs_n = off_n + tl.arange(0, BLOCK_SIZE_N)
-            bias = tl.load(
-                bias_ptr + b.to(tl.int64) * stride_bias_b + offs_n, mask=offs_n < tl.where(live, N, 0), other=0.0
-            )
-            acc += bias.to(tl.float32)[None, :]
+            acc += C._bias_row(bias_ptr, b, stride_bias_b, off_n, N, live, BLOCK_SIZE_N)
         C._store_tile(y_desc, acc, b, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE)
 
 
@@ -223,15 +219,21 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     return C.splitk_finish(out, y)
 
 
+def torch_group_quant(x: torch.Tensor, fp8: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernels' quantization in torch ops: X (B,M,K) → fp8 groups (B, M, ceil(K/128), 128), K zero-padded,
+    and their scales (B, M, ceil(K/128), 1) = max|x| / FP8_MAX."""
+    B, M, K = x.shape
+    fmax = torch.finfo(fp8).max
+    xp = torch.nn.functional.pad(x.float(), (0, (-K) % GROUP_SIZE)).reshape(B, M, -1, GROUP_SIZE)
+    s = xp.abs().amax(dim=-1, keepdim=True).clamp_min(1e-10) / fmax
+    return (xp / s).clamp(-fmax, fmax).to(fp8), s
+
+
 def reference(inputs: dict[str, Any]) -> torch.Tensor:
     """The same per-(row, 128-group) quantization in float32, then a float64 product of the dequantized values."""
-    x, w = inputs["x"].float(), inputs["w"]
+    x, w = inputs["x"], inputs["w"]
     B, M, K = x.shape
-    fmax = torch.finfo(w.dtype).max
-    pad = (-K) % GROUP_SIZE
-    xp = torch.nn.functional.pad(x, (0, pad)).reshape(B, M, -1, GROUP_SIZE)
-    s = xp.abs().amax(dim=-1, keepdim=True).clamp_min(1e-10) / fmax
-    xq = (xp / s).clamp(-fmax, fmax).to(w.dtype).float()
+    xq, s = torch_group_quant(x, w.dtype)
     xd = (xq.double() * s.double()).reshape(B, M, -1)[..., :K]
     ref = torch.bmm(xd, w.double().transpose(1, 2)) * inputs["w_scale"].double()
     if inputs["bias"] is not None:

@@ -79,11 +79,7 @@ def _batched_gemm_bf16_persistent_kernel(
             w = w_desc.load([b, off_n, kk * BLOCK_SIZE_K]).reshape(BLOCK_SIZE_N, BLOCK_SIZE_K)
             acc = tl.dot(a, w.T, acc)
         if HAS_BIAS:
-            offs_n = off_n + tl.arange(0, BLOCK_SIZE_N)
-            bias = tl.load(
-                bias_ptr + b.to(tl.int64) * stride_bias_b + offs_n, mask=offs_n < tl.where(live, N, 0), other=0.0
-            )
-            acc += bias.to(tl.float32)[None, :]
+            acc += C._bias_row(bias_ptr, b, stride_bias_b, off_n, N, live, BLOCK_SIZE_N)
         C._store_tile(y_desc, acc, b, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE)
 
 
