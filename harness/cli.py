@@ -144,7 +144,7 @@ def run(
         str | None,
         typer.Option(
             "--launch-gap",
-            help="GPU idle before every timed launch (CUPTI): 'auto' (the kernel's own time, at most 1 ms: every "
+            help="GPU idle before every timed launch (CUPTI): 'auto' (twice the kernel's own time, at most 10 ms: every "
             "launch starts from the same power state), 0 (back to back) or milliseconds",
         ),
     ] = "auto",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -217,6 +218,13 @@ def compare_frames(
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
                 note_of.setdefault(int(i), note)
+    if len(flagged) and "sm_clock_mhz" in golden.columns and "sm_clock_mhz" in tot.columns:
+        g_clk = _col(golden, "sm_clock_mhz", gi[flagged], np.nan)
+        t_clk = _col(tot, "sm_clock_mhz", ti[flagged], np.nan)
+        for i, gc, tc in zip(flagged, g_clk, t_clk, strict=True):
+            note = clock_note(float(gc), float(tc), float(pct[i]))
+            if note:
+                note_of[int(i)] = f"{note_of[int(i)]}; {note}" if int(i) in note_of else note
     cats = ["", *sorted(set(note_of.values()))]
     pos = {c: k for k, c in enumerate(cats)}
     codes = np.zeros(len(gi), dtype=np.int32)
@@ -252,6 +260,19 @@ def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
     return f"rep ranges overlap (golden {min(g):.4g}-{max(g):.4g}, TOT {min(t):.4g}-{max(t):.4g} us): may be noise"
 
 
+def clock_note(golden_mhz: float, tot_mhz: float, delta_pct: float) -> str:
+    """A note when a flagged case's mean SM clock (NVML, sampled while its launches ran) moved the same way as
+    its time by at least half as much: at a power cap the clock sets a GEMM's speed. Between two runs of the
+    same kernel (A/A) that is noise; between two compilers it may also be the new code's own power draw. NVML
+    refreshes its clock about every 100 ms on an H100, so for a rep of ~40 ms this is a hint, not a measure."""
+    if not (golden_mhz > 0 and tot_mhz > 0) or math.isnan(delta_pct):
+        return ""
+    clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)  # > 0: TOT ran at a lower clock, so expect it slower
+    if abs(clock_pct) < 0.3 or clock_pct * delta_pct <= 0 or abs(clock_pct) < 0.5 * abs(delta_pct):
+        return ""
+    return f"NVML SM clock {golden_mhz:.0f} -> {tot_mhz:.0f} MHz ({100.0 * (tot_mhz / golden_mhz - 1.0):+.1f} %)"
+
+
 def worst_first(table: pd.DataFrame) -> np.ndarray:
     """Row positions ordered worst first: verdict severity, then the largest relative slowdown."""
     codes = pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes
@@ -260,7 +281,7 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
 
 
 #: sidecar fields that change what a time means; golden and TOT should agree on all of them
-METHOD_KEYS = ("timing", "launch_gap", "launches_per_rep", "heat_s")
+METHOD_KEYS = ("timing", "launch_gap", "launch_gap_auto", "launches_per_rep", "heat_s")
 
 
 def method_differences(golden_env: dict, tot_env: dict) -> list[str]:

@@ -601,6 +601,8 @@ def write_report(
                 "tflops",
                 "gbps",
                 "compile_s",
+                "sm_clock_mhz",
+                "throttle",
                 "config",
             )
             if c in d.columns

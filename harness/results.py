@@ -41,6 +41,10 @@ OPTIONAL = (
     "compile_s",
     "rel_err",
     "timing",
+    "sm_clock_mhz",
+    "rep_clocks_mhz",
+    "throttle",
+    "gpu_temp_c",
     "error",
     "artifacts",
 )
@@ -56,6 +60,8 @@ TEXT_COLUMNS = (
     "rep_times_us",
     "dispatch_us",
     "timing",
+    "rep_clocks_mhz",
+    "throttle",
     "error",
     "artifacts",
 )
@@ -252,7 +258,7 @@ def parse_results(text: str, path: Path) -> pd.DataFrame:
             _first_bad(path, lines, bad, "is not a non-negative integer:", df[col], col)
             df[col] = pd.array(np.where(known, vals, 0).astype(np.int64), dtype="Int64")
             df.loc[~known, col] = pd.NA
-    for col in ("reps", "spread_pct", "tflops", "gbps", "compile_s", "rel_err"):
+    for col in ("reps", "spread_pct", "tflops", "gbps", "compile_s", "rel_err", "sm_clock_mhz", "gpu_temp_c"):
         if col in df.columns:
             df[col] = _numeric(path, lines, df[col], col, what="is not a number:")
 

@@ -29,7 +29,11 @@ from harness.envspec import EnvSpec
 from harness.errors import HarnessError
 from harness.gpuinfo import gpu_state
 from harness.results import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
+from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
 
+#: what --launch-gap auto means in this version, recorded in the sidecar so that runs made under the older rule
+#: (the kernel's time, at most 1 ms, until 2026-11-22) are told apart by compare
+AUTO_GAP = {"factor": AUTO_GAP_FACTOR, "max_ms": AUTO_GAP_MAX_US / 1e3}
 WORKER = Path(__file__).resolve().parent / "worker.py"
 REPO = Path(__file__).resolve().parent.parent
 
@@ -150,7 +154,7 @@ class RunOptions:
     mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
     compile_jobs: int = 1  # > 1: compile in that many worker processes first (GPU timing only)
     fresh_process_rounds: bool = False  # every rep round in a new worker process (new allocations)
-    #: GPU idle before every timed launch (CUPTI timing): "auto" = the kernel's own time, at most 1 ms, so every
+    #: GPU idle before every timed launch (CUPTI timing): "auto" = twice the kernel's own time, at most 10 ms, so every
     #: launch starts from the same power state, as under ncu (back to back, ms-long kernels sit at the power cap
     #: and drift by several % between processes); "0" = back to back; or a number of ms
     launch_gap: str | None = "auto"
@@ -162,6 +166,7 @@ class CaseState:
     prep: dict[str, Any] | None = None
     reps: list[float] = field(default_factory=list)
     dispatch: list[dict[str, float]] = field(default_factory=list)
+    telemetry: list[dict[str, Any]] = field(default_factory=list)  # per rep, when the worker had NVML
     final: dict[str, Any] | None = None
 
     @property
@@ -207,12 +212,32 @@ def _row(
             row["gbps"] = p["bytes"] / (time_us * 1e-6) / 1e9
     if decision is not None and decision.spread_pct is not None:
         row["spread_pct"] = decision.spread_pct
+    row.update(telemetry_columns(st.telemetry))
     if st.dispatch and len(st.dispatch[0]) > 1:
         names = st.dispatch[-1].keys()
         row["dispatch_us"] = {
             n: round(sorted(d.get(n, 0.0) for d in st.dispatch)[len(st.dispatch) // 2], 4) for n in names
         }
     return row
+
+
+def telemetry_columns(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results columns from each rep's GPU telemetry (worker's gpu_telemetry.summarize): the SM clock per
+    rep and its mean, the clock-lowering reasons seen in any rep, the hottest temperature."""
+    clocks = [t.get("sm_clock_mhz") for t in reps]
+    if not reps or not any(clocks):
+        return {}
+    seen = [c for c in clocks if c]
+    reasons = sorted({r for t in reps for r in (t.get("throttle") or "").split(";") if r})
+    temps = [t["temp_c"] for t in reps if t.get("temp_c") is not None]
+    out: dict[str, Any] = {
+        "sm_clock_mhz": round(sum(seen) / len(seen), 1),
+        "rep_clocks_mhz": [c if c is None else round(c, 1) for c in clocks],
+        "throttle": ";".join(reasons),
+    }
+    if temps:
+        out["gpu_temp_c"] = float(max(temps))
+    return out
 
 
 class Journal:
@@ -425,6 +450,8 @@ def run_steps(
             st.reps.append(e["time_us"])
             if e.get("dispatch_us"):
                 st.dispatch.append(e["dispatch_us"])
+            if e.get("telemetry"):
+                st.telemetry.append(e["telemetry"])
 
     side = sidecar_path(out)
     env_meta = {
@@ -439,6 +466,7 @@ def run_steps(
         "launches_per_rep": n,
         "heat_s": opts.heat_s if timing != "wallclock" else 0.0,
         "launch_gap": opts.launch_gap if timing != "wallclock" else None,
+        **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and timing != "wallclock" else {}),
         "host": os.uname().nodename,
     }
     if opts.artifacts:
@@ -514,7 +542,15 @@ def run_steps(
             for st in pending:
                 st.case["rep"] = rnd - 1
                 yield rnd, st.key
-                ans = ask({"op": "time", "case": st.case, "n": n, "gap": opts.launch_gap}, st)
+                ans = ask(
+                    {
+                        "op": "time",
+                        "case": st.case,
+                        "n": n,
+                        "gap": opts.launch_gap,
+                    },
+                    st,
+                )
                 if timing == "rocprofv3" and ans.get("status") == "ok":
                     traced.append(st)  # its time is in the trace, readable once the worker has exited
                     continue
@@ -525,11 +561,19 @@ def run_steps(
                     )
                     continue
                 journal.add(
-                    {"kind": "rep", "key": st.key, "time_us": ans["time_us"], "dispatch_us": ans.get("dispatch_us")}
+                    {
+                        "kind": "rep",
+                        "key": st.key,
+                        "time_us": ans["time_us"],
+                        "dispatch_us": ans.get("dispatch_us"),
+                        "telemetry": ans.get("telemetry"),
+                    }
                 )
                 st.reps.append(ans["time_us"])
                 if ans.get("dispatch_us"):
                     st.dispatch.append(ans["dispatch_us"])
+                if ans.get("telemetry"):
+                    st.telemetry.append(ans["telemetry"])
                 tick(st.case["case_id"])
             if traced:
                 if worker is not None:

@@ -10,7 +10,9 @@ Requests:
    "artifacts": DIR}                                    with DIR: store each compiled kernel the case launched
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
-   "gap": null | "auto" | "<ms>"}                       gap: the GPU idles that long before every launch
+   "gap": null | "auto" | "<ms>"}                       gap: the GPU idles that long before every launch;
+                                                        with NVML the answer carries "telemetry" (SM clock,
+                                                        clock-lowering reasons, temperature; gpu_telemetry.py)
   {"op": "quit"}
 A case that fails answers {"status": <compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
 hang kills the process, and the driver records that instead. A failure that leaves the GPU context unusable (an
@@ -21,6 +23,7 @@ a fresh one for the next case instead of failing every case after it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -37,6 +40,11 @@ FLUSH_BYTES = 256 * 1024 * 1024
 #: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
 AUTO_REP_US = 40_000
 AUTO_MIN_LAUNCHES = 10
+#: --launch-gap auto: the GPU idles AUTO_GAP_FACTOR x the kernel's time, at most AUTO_GAP_MAX_US, before each
+#: timed launch. On an H100 a 5.7 ms bf16 GEMM read 5850-6090 us between rounds with 1 ms of idle (the power
+#: limiter had not let go) and 5576-5579 us with 10 ms (benchmarks/gpu_validation/power_trace.py, 2026-11-22)
+AUTO_GAP_FACTOR = 2.0
+AUTO_GAP_MAX_US = 10_000.0
 FLUSH_NAME = "_harness_l2_flush"
 MARKER_NAME = "_harness_marker"
 
@@ -88,6 +96,25 @@ class Worker:
         self.prepared: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._flush_buf = None
         self._flush_kernel = None
+        self._nvml: Any = False  # not looked for yet; None: not available
+
+    def nvml(self) -> Any:
+        """The NVML handle of this worker's GPU (gpu_telemetry.NvmlDevice), None without one (CPU, ROCm)."""
+        if self._nvml is False:
+            self._nvml = None
+            torch = self.torch
+            if self.C.backend() != "interp" and torch.cuda.is_available() and not torch.version.hip:
+                try:
+                    gpu_telemetry = _telemetry()
+                    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+                    pci = None
+                    if hasattr(p, "pci_bus_id"):
+                        pci = f"{getattr(p, 'pci_domain_id', 0):08X}:{p.pci_bus_id:02X}:{p.pci_device_id:02X}.0"
+                    index = None if os.environ.get("CUDA_VISIBLE_DEVICES") else torch.cuda.current_device()
+                    self._nvml = gpu_telemetry.open_device(str(getattr(p, "uuid", "") or ""), pci, index)
+                except Exception:  # noqa: BLE001 - telemetry is optional; timing goes on without it
+                    self._nvml = None
+        return self._nvml
 
     # ------------------------------------------------------------------------------------------ facts
     def hello(self) -> dict[str, Any]:
@@ -307,15 +334,19 @@ class Worker:
         if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
             n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(entry["est_us"], 1.0))))
         idle_s = 0.0
-        if gap == "auto":  # the kernel's own time, at most 1 ms
-            idle_s = min(entry["est_us"], 1000.0) / 1e6
+        if gap == "auto":  # twice the kernel's own time, at most 10 ms
+            idle_s = min(AUTO_GAP_FACTOR * entry["est_us"], AUTO_GAP_MAX_US) / 1e6
         elif gap:
             idle_s = float(gap) / 1e3
+        dev = self.nvml() if self.timing in ("cupti", "events") else None
+        sampler = None
+        if dev is not None:
+            sampler = _telemetry().Sampler(dev)
         try:
             if self.timing == "cupti":
-                samples, dispatch = self._time_cupti(op, n, idle_s)
+                samples, dispatch = self._time_cupti(op, n, idle_s, sampler)
             elif self.timing == "events":
-                samples, dispatch = self._time_events(op, n), None
+                samples, dispatch = self._time_events(op, n, sampler), None
             elif self.timing == "rocprofv3":
                 samples, dispatch = self._time_markers(op, n, case), None
             else:
@@ -327,6 +358,8 @@ class Worker:
             res["time_us"] = statistics.median(samples)
         if dispatch:
             res["dispatch_us"] = dispatch
+        if sampler is not None:
+            res["telemetry"] = sampler.summary()
         return res
 
     def context_lost(self) -> str:
@@ -370,32 +403,50 @@ class Worker:
             out.append((time.perf_counter() - t0) * 1e6)
         return out
 
-    def _time_events(self, op, n: int) -> list[float]:
+    def _time_events(self, op, n: int, sampler=None) -> list[float]:  # noqa: ANN001
         torch = self.torch
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-        for s, e in ev:
-            self._flush()
-            s.record()
-            op()
-            e.record()
-        torch.cuda.synchronize()
+        with sampler or contextlib.nullcontext():
+            if sampler is not None:
+                sampler.busy = True
+            for s, e in ev:
+                self._flush()
+                s.record()
+                op()
+                e.record()
+            torch.cuda.synchronize()
+            if sampler is not None:
+                sampler.busy = False
         return [s.elapsed_time(e) * 1e3 for s, e in ev]
 
-    def _time_cupti(self, op, n: int, idle_s: float = 0.0) -> tuple[list[float], dict[str, float]]:
+    def _time_cupti(
+        self,
+        op,  # noqa: ANN001
+        n: int,
+        idle_s: float = 0.0,
+        sampler=None,  # noqa: ANN001 - a gpu_telemetry.Sampler
+    ) -> tuple[list[float], dict[str, float]]:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
-        with ``idle_s`` the GPU idles that long (flush done) before every launch."""
+        with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
+        clock while the launches run (not during the idle gaps)."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
         self._flush()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with sampler or contextlib.nullcontext(), profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(n):
                 self._flush()
                 if idle_s:
                     torch.cuda.synchronize()
+                    if sampler is not None:
+                        sampler.busy = False
                     time.sleep(idle_s)
+                if sampler is not None:
+                    sampler.busy = True
                 op()
             torch.cuda.synchronize()
+            if sampler is not None:
+                sampler.busy = False
         return attribute_dispatches(kernel_events(prof), FLUSH_NAME, n)
 
     def _time_markers(self, op, n: int, case: dict[str, Any]) -> list[float]:
@@ -419,6 +470,16 @@ class Worker:
         self._marker[(idx + 1, rep + 1, 2)](self._marker_buf)
         self._sync()
         return []
+
+
+def _telemetry():  # noqa: ANN202 - the gpu_telemetry module
+    """gpu_telemetry, the sibling file (standard library only): importable as a top-level module when this
+    file runs by path, as harness.gpu_telemetry when a benchmark imports harness.worker."""
+    try:
+        import gpu_telemetry
+    except ImportError:
+        from harness import gpu_telemetry
+    return gpu_telemetry
 
 
 def kernel_events(prof) -> list[tuple[str, float]]:  # noqa: ANN001 - a finished torch.profiler.profile

@@ -223,3 +223,33 @@ def test_different_measurement_methods_warn():
     w = method_differences(g, t)
     assert any("launch_gap 'auto' vs '0.0'" in x for x in w) and any("different GPUs" in x for x in w)
     assert method_differences(g, {"timing": "cupti"}) == [], "a setting one sidecar lacks is not compared"
+    new = {**g, "launch_gap_auto": {"factor": 2.0, "max_ms": 10.0}}
+    assert any("launch_gap_auto" in x for x in method_differences(new, {**new, "launch_gap_auto": {"max_ms": 1.0}}))
+
+
+def test_clock_note_only_when_the_clock_moved_with_the_time():
+    from harness.compare import clock_note
+
+    # TOT 2 % slower and its SM clock 2 % lower: noted
+    assert clock_note(1980.0, 1941.0, 2.0) == "NVML SM clock 1980 -> 1941 MHz (-2.0 %)"
+    assert clock_note(1900.0, 1980.0, -3.0).startswith("NVML SM clock 1900 -> 1980 MHz (+4.2 %)")
+    assert clock_note(1980.0, 1980.0, 5.0) == "", "same clock: the delta is the kernel's"
+    assert clock_note(1980.0, 1960.0, 8.0) == "", "a 1 % clock change does not explain 8 %"
+    assert clock_note(1941.0, 1980.0, 2.0) == "", "TOT ran faster clocks yet slower: not the clock"
+    assert clock_note(float("nan"), 1980.0, 2.0) == "" and clock_note(1980.0, 1941.0, float("nan")) == ""
+
+
+def test_clock_note_reaches_the_table(write):
+    cols = "kernel,case_id,B,M,N,K,dtype,time_us,status,sm_clock_mhz\n"
+    g = write(
+        "g.csv",
+        cols + "k,a,1,1,1,1,bf16,1000.0,ok,1980\nk,b,1,1,1,1,bf16,1000.0,ok,1980\nk,c,1,1,1,1,bf16,1000.0,ok,\n",
+    )
+    t = write(
+        "t.csv",
+        cols + "k,a,1,1,1,1,bf16,1030.0,ok,1920\nk,b,1,1,1,1,bf16,1030.0,ok,1980\nk,c,1,1,1,1,bf16,1030.0,ok,1900\n",
+    )
+    table = compare_files(g, t).table.set_index("case_id")
+    assert list(table["verdict"]) == ["regression"] * 3
+    assert table.loc["a", "note"] == "NVML SM clock 1980 -> 1920 MHz (-3.0 %)"
+    assert table.loc["b", "note"] == "" and table.loc["c", "note"] == "", "no clock on one side: no note"

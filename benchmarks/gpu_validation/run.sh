@@ -4,6 +4,8 @@
 #   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
 #                                                      offset: ncu without cache control, harness with idle gaps
 #                                                      suite-il, aa-il: the same with reps interleaved in time
+#                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
+#                                                      power: SM clock traces of ms-long cases (power_trace.py)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
@@ -110,6 +112,24 @@ for step in "$@"; do
       done
       h compare "$R/golden-b2b-1.csv" "$R/golden-b2b-2.csv" --out "$R/compare-aa-b2b.csv" \
         --markdown "$R/compare-aa-b2b.md" | tee "$R/compare-aa-b2b.txt" | tail -12
+      ;;
+    aa-twice)  # golden twice, one run after the other: TAG names the files, RUN_ARGS are extra `harness run`
+               # options (e.g. --unthrottle-ms 20), FILTER narrows the suite (e.g. /B16_ for the ms-long cases)
+      tag=${TAG:-twice}
+      for s in 1 2; do
+        stamp "run golden A/A $tag $s start"
+        # shellcheck disable=SC2086 # RUN_ARGS is a list of options
+        h run --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} --out "$R/golden-$tag-$s.csv" \
+          --resume ${RUN_ARGS:-} 2>&1 | tail -2
+        stamp "run golden A/A $tag $s end"
+      done
+      h compare "$R/golden-$tag-1.csv" "$R/golden-$tag-2.csv" --out "$R/compare-aa-$tag.csv" \
+        --markdown "$R/compare-aa-$tag.md" | tee "$R/compare-aa-$tag.txt" | tail -14
+      ;;
+    power)  # the SM clock (NVML) next to every launch's time for a few ms-long cases, four launch spacings
+      stamp "power trace"
+      python3 benchmarks/gpu_validation/power_trace.py --out "$R/power-trace.json" \
+        --filter "${POWER_FILTER:-bf16/B16_M2048_|prequant.*/B16_M256_|a16wfp4/B16_M256_}" | tee "$R/power-trace.txt"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
