@@ -148,6 +148,14 @@ def run(
             "launch starts from the same power state), 0 (back to back) or milliseconds",
         ),
     ] = "auto",
+    shuffle_placement: Annotated[
+        bool,
+        typer.Option(
+            "--shuffle-placement/--no-shuffle-placement",
+            help="a random-sized allocation before every timed launch, so buffers the op allocates per launch land "
+            "somewhere new each time (GPU timing; default on)",
+        ),
+    ] = True,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -203,6 +211,7 @@ def run(
         compile_jobs=default_compile_jobs() if compile_jobs == 0 else max(1, compile_jobs or 1),
         fresh_process_rounds=fresh_process_rounds,
         launch_gap=_launch_gap(launch_gap),
+        shuffle_placement=shuffle_placement,
     )
     import signal
 

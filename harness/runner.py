@@ -158,6 +158,9 @@ class RunOptions:
     #: launch starts from the same power state, as under ncu (back to back, ms-long kernels sit at the power cap
     #: and drift by several % between processes); "0" = back to back; or a number of ms
     launch_gap: str | None = "auto"
+    #: a random-sized allocation before every timed launch, so the buffers an op allocates per launch do not sit
+    #: at one (lucky or unlucky) address for a whole rep; see Worker._shuffled
+    shuffle_placement: bool = True
 
 
 @dataclass
@@ -467,6 +470,7 @@ def run_steps(
         "heat_s": opts.heat_s if timing != "wallclock" else 0.0,
         "launch_gap": opts.launch_gap if timing != "wallclock" else None,
         **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and timing != "wallclock" else {}),
+        "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if timing != "wallclock" else None,
         "host": os.uname().nodename,
     }
     if opts.artifacts:
@@ -548,6 +552,7 @@ def run_steps(
                         "case": st.case,
                         "n": n,
                         "gap": opts.launch_gap,
+                        "shuffle": opts.shuffle_placement,
                     },
                     st,
                 )

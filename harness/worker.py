@@ -10,7 +10,9 @@ Requests:
    "artifacts": DIR}                                    with DIR: store each compiled kernel the case launched
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
-   "gap": null | "auto" | "<ms>"}                       gap: the GPU idles that long before every launch;
+   "gap": null | "auto" | "<ms>",                       gap: the GPU idles that long before every launch;
+   "shuffle": true}                                     shuffle: a random-sized allocation before every launch,
+                                                        so buffers the op allocates land somewhere new each time;
                                                         with NVML the answer carries "telemetry" (SM clock,
                                                         clock-lowering reasons, temperature; gpu_telemetry.py)
   {"op": "quit"}
@@ -27,6 +29,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -97,6 +100,7 @@ class Worker:
         self._flush_buf = None
         self._flush_kernel = None
         self._nvml: Any = False  # not looked for yet; None: not available
+        self._rng = random.Random(0x5EED)
 
     def nvml(self) -> Any:
         """The NVML handle of this worker's GPU (gpu_telemetry.NvmlDevice), None without one (CPU, ROCm)."""
@@ -309,7 +313,7 @@ class Worker:
         n = self._flush_buf.numel()
         self._flush_kernel[(self.triton.cdiv(n, 8192),)](self._flush_buf, self._flush_out, n, BLOCK=8192)
 
-    def time(self, case: dict[str, Any], n: int, gap: str | None = None) -> dict[str, Any]:
+    def time(self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False) -> dict[str, Any]:
         cid = self._key(case)
         if cid not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
             p = self.prepare(case, check=False)
@@ -319,8 +323,10 @@ class Worker:
         self.prepared.move_to_end(cid)
         k, inputs, cfg = entry["kernel"], entry["inputs"], entry["config"]
 
-        def op():
+        def launch():
             return k.launch(inputs, cfg)
+
+        op = self._shuffled(launch) if shuffle and self.C.backend() != "interp" else launch
 
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
@@ -361,6 +367,10 @@ class Worker:
         if sampler is not None:
             res["telemetry"] = sampler.summary()
         return res
+
+    def _shuffled(self, launch):  # noqa: ANN001, ANN202
+        torch = self.torch
+        return shuffled(launch, lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), self._rng)
 
     def context_lost(self) -> str:
         """Non-empty when the GPU context is unusable: an illegal address, a trap or a launch failure is sticky
@@ -470,6 +480,24 @@ class Worker:
         self._marker[(idx + 1, rep + 1, 2)](self._marker_buf)
         self._sync()
         return []
+
+
+def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-argument callables
+    """``launch`` preceded by a random-sized allocation (1…64 MiB, freed once the launch is queued), so the
+    buffers the op allocates per launch (outputs, workspaces, a quantized copy of X) land at a different place
+    each time. Where such a buffer lands can set a kernel's speed: on an H100 the fp8 prequant GEMM's quantized
+    X at some addresses made it 3 % slower, for as long as the allocator kept handing out that block
+    (benchmarks/gpu_validation/placement.py). Shuffled, a rep's median is the time at a typical placement
+    instead of whichever block this rep happened to get (compare Stabilizer's layout randomization)."""
+
+    def op():  # noqa: ANN202
+        shim = empty(rng.randrange(1 << 20, 64 << 20))
+        try:
+            return launch()
+        finally:
+            del shim
+
+    return op
 
 
 def _telemetry():  # noqa: ANN202 - the gpu_telemetry module
@@ -686,7 +714,7 @@ def main() -> None:
         elif op == "heat":
             ans = w.heat(float(req.get("seconds", 0)))
         elif op == "time":
-            ans = w.time(req["case"], int(req.get("n", 20)), req.get("gap"))
+            ans = w.time(req["case"], int(req.get("n", 20)), req.get("gap"), bool(req.get("shuffle", False)))
         else:
             ans = {"status": "runtime_error", "error": f"unknown op {op!r}"}
         lost = ans.get("status") not in ("ok", "skipped") and w.context_lost()

@@ -103,3 +103,34 @@ def test_telemetry_columns_and_their_csv_round_trip():
 
     with pytest.raises(HarnessError, match=r"r.csv: line 2: column 'sm_clock_mhz'"):
         parse_results(text.replace("1946.7", "fast"), "r.csv")
+
+
+def test_shuffled_launch_allocates_first_and_frees_after():
+    import random
+    import weakref
+
+    from harness.worker import shuffled
+
+    class Block:
+        def __init__(self, n):
+            self.n = n
+
+    sizes, alive = [], []
+
+    def empty(n):
+        b = Block(n)
+        sizes.append(n)
+        alive.append(weakref.ref(b))
+        return b
+
+    order = []
+
+    def launch():
+        order.append(len(sizes))  # the shim exists before the op allocates anything
+        return "y"
+
+    op = shuffled(launch, empty, random.Random(1))
+    assert [op() for _ in range(50)] == ["y"] * 50
+    assert order == list(range(1, 51))
+    assert all((1 << 20) <= n < (64 << 20) for n in sizes) and len(set(sizes)) > 40, "sizes vary launch to launch"
+    assert all(r() is None for r in alive), "each shim is released once its launch is queued"

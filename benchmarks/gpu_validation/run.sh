@@ -6,6 +6,7 @@
 #                                                      suite-il, aa-il: the same with reps interleaved in time
 #                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
 #                                                      power: SM clock traces of ms-long cases (power_trace.py)
+#                                                      placement: time vs. per-launch buffer address (placement.py)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
@@ -130,6 +131,11 @@ for step in "$@"; do
       stamp "power trace"
       python3 benchmarks/gpu_validation/power_trace.py --out "$R/power-trace.json" \
         --filter "${POWER_FILTER:-bf16/B16_M2048_|prequant.*/B16_M256_|a16wfp4/B16_M256_}" | tee "$R/power-trace.txt"
+      ;;
+    placement)  # does where a per-launch buffer lands set the time? (fp8 prequant's quantized X, 40 reps)
+      stamp "placement"
+      python3 benchmarks/gpu_validation/placement.py --reps 40 --out "$R/placement.json" \
+        --filter "${PLACEMENT_FILTER:-prequant.*/B16_M(256|512|1024)_N8192}" | tee "$R/placement.txt"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
