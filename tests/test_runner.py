@@ -48,8 +48,11 @@ def test_faults_become_statuses_and_the_run_goes_on(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out).set_index("kernel")
     st = df["status"].to_dict()
+    # the good kernel is timed; 2 wallclock launches of an interpreted kernel on a busy 2-core CI machine may
+    # disagree by > 5 % across the reps, which the stability rule reports as "unstable" (a timed status)
+    assert st.pop("user_kernels.py:good") in ("ok", "unstable")
+    assert df.loc["user_kernels.py:good", "time_us"] > 0
     assert st == {
-        "user_kernels.py:good": "ok",
         "user_kernels.py:compile_fail": "compile_error",
         "user_kernels.py:crash": "runtime_error",
         "user_kernels.py:hang": "timeout",
