@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import statistics
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,13 +93,6 @@ def open_device(uuid: str | None = None, pci_bus_id: str | None = None, index: i
 
 
 @dataclass
-class Sample:
-    t: float  # perf_counter seconds
-    clock_mhz: int | None
-    reasons: int | None
-
-
-@dataclass
 class Sampler:
     """Reads the SM clock and the throttle reasons every ``period_s`` on a daemon thread while ``busy`` is set.
 
@@ -110,7 +102,7 @@ class Sampler:
     dev: NvmlDevice
     period_s: float = 0.002
     busy: bool = False
-    samples: list[Sample] = field(default_factory=list)
+    samples: list[tuple[int | None, int | None]] = field(default_factory=list)  # (clock MHz, reasons bitmask)
     temp_start_c: int | None = None
     temp_end_c: int | None = None
     power_w: list[float] = field(default_factory=list)
@@ -135,7 +127,7 @@ class Sampler:
         i = 0
         while not self._stop.is_set():
             if self.busy:
-                self.samples.append(Sample(time.perf_counter(), self.dev.sm_clock_mhz(), self.dev.reasons()))
+                self.samples.append((self.dev.sm_clock_mhz(), self.dev.reasons()))
                 if i % 25 == 0:  # NVML's power reading is itself an average over a window: a few suffice
                     p = self.dev.power_w()
                     if p is not None:
@@ -145,11 +137,23 @@ class Sampler:
 
     def summary(self) -> dict[str, Any]:
         return summarize(
-            [(s.clock_mhz, s.reasons) for s in self.samples],
+            self.samples,
             temps=(self.temp_start_c, self.temp_end_c),
             power_w=self.power_w,
             max_clock_mhz=self.max_clock_mhz,
         )
+
+
+class NoSampler:
+    """Stands in for a Sampler where there is no NVML: takes the busy flags, records nothing."""
+
+    busy = False
+
+    def __enter__(self) -> NoSampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def reason_names(mask: int) -> list[str]:

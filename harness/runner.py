@@ -159,7 +159,7 @@ class RunOptions:
     #: and drift by several % between processes); "0" = back to back; or a number of ms
     launch_gap: str | None = "auto"
     #: a random-sized allocation before every timed launch, so the buffers an op allocates per launch do not sit
-    #: at one (lucky or unlucky) address for a whole rep; see Worker._shuffled
+    #: at one (lucky or unlucky) address for a whole rep; see worker.shuffled
     shuffle_placement: bool = True
 
 
@@ -228,7 +228,7 @@ def telemetry_columns(reps: list[dict[str, Any]]) -> dict[str, Any]:
     """The results columns from each rep's GPU telemetry (worker's gpu_telemetry.summarize): the SM clock per
     rep and its mean, the clock-lowering reasons seen in any rep, the hottest temperature."""
     clocks = [t.get("sm_clock_mhz") for t in reps]
-    if not reps or not any(clocks):
+    if not any(clocks):
         return {}
     seen = [c for c in clocks if c]
     reasons = sorted({r for t in reps for r in (t.get("throttle") or "").split(";") if r})

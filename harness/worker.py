@@ -25,7 +25,6 @@ a fresh one for the next case instead of failing every case after it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -326,7 +325,11 @@ class Worker:
         def launch():
             return k.launch(inputs, cfg)
 
-        op = self._shuffled(launch) if shuffle and self.C.backend() != "interp" else launch
+        op = launch
+        if shuffle and self.C.backend() != "interp":
+            op = shuffled(
+                launch, lambda nbytes: self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda"), self._rng
+            )
 
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
@@ -345,9 +348,7 @@ class Worker:
         elif gap:
             idle_s = float(gap) / 1e3
         dev = self.nvml() if self.timing in ("cupti", "events") else None
-        sampler = None
-        if dev is not None:
-            sampler = _telemetry().Sampler(dev)
+        sampler = _telemetry().Sampler(dev) if dev is not None else _telemetry().NoSampler()
         try:
             if self.timing == "cupti":
                 samples, dispatch = self._time_cupti(op, n, idle_s, sampler)
@@ -364,13 +365,9 @@ class Worker:
             res["time_us"] = statistics.median(samples)
         if dispatch:
             res["dispatch_us"] = dispatch
-        if sampler is not None:
+        if dev is not None:
             res["telemetry"] = sampler.summary()
         return res
-
-    def _shuffled(self, launch):  # noqa: ANN001, ANN202
-        torch = self.torch
-        return shuffled(launch, lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), self._rng)
 
     def context_lost(self) -> str:
         """Non-empty when the GPU context is unusable: an illegal address, a trap or a launch failure is sticky
@@ -415,18 +412,17 @@ class Worker:
 
     def _time_events(self, op, n: int, sampler=None) -> list[float]:  # noqa: ANN001
         torch = self.torch
+        sampler = sampler or _telemetry().NoSampler()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-        with sampler or contextlib.nullcontext():
-            if sampler is not None:
-                sampler.busy = True
+        with sampler:
+            sampler.busy = True
             for s, e in ev:
                 self._flush()
                 s.record()
                 op()
                 e.record()
             torch.cuda.synchronize()
-            if sampler is not None:
-                sampler.busy = False
+            sampler.busy = False
         return [s.elapsed_time(e) * 1e3 for s, e in ev]
 
     def _time_cupti(
@@ -442,21 +438,19 @@ class Worker:
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
+        sampler = sampler or _telemetry().NoSampler()
         self._flush()
-        with sampler or contextlib.nullcontext(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(n):
                 self._flush()
                 if idle_s:
                     torch.cuda.synchronize()
-                    if sampler is not None:
-                        sampler.busy = False
+                    sampler.busy = False
                     time.sleep(idle_s)
-                if sampler is not None:
-                    sampler.busy = True
+                sampler.busy = True
                 op()
             torch.cuda.synchronize()
-            if sampler is not None:
-                sampler.busy = False
+            sampler.busy = False
         return attribute_dispatches(kernel_events(prof), FLUSH_NAME, n)
 
     def _time_markers(self, op, n: int, case: dict[str, Any]) -> list[float]:
