@@ -156,6 +156,15 @@ def run(
             "somewhere new each time (GPU timing; default on)",
         ),
     ] = True,
+    input_placements: Annotated[
+        int,
+        typer.Option(
+            "--input-placements",
+            min=1,
+            help="with --shuffle-placement: copy the inputs to this many random places a rep, one untimed launch "
+            "after each move (CUPTI and events timing; 1: they stay where they were made)",
+        ),
+    ] = 5,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -212,6 +221,7 @@ def run(
         fresh_process_rounds=fresh_process_rounds,
         launch_gap=_launch_gap(launch_gap),
         shuffle_placement=shuffle_placement,
+        input_placements=input_placements,
     )
     import signal
 

@@ -281,7 +281,15 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
 
 
 #: sidecar fields that change what a time means; golden and TOT should agree on all of them
-METHOD_KEYS = ("timing", "launch_gap", "launch_gap_auto", "placement", "launches_per_rep", "heat_s")
+METHOD_KEYS = (
+    "timing",
+    "launch_gap",
+    "launch_gap_auto",
+    "placement",
+    "input_placements",
+    "launches_per_rep",
+    "heat_s",
+)
 
 
 def method_differences(golden_env: dict, tot_env: dict) -> list[str]:

@@ -161,6 +161,17 @@ class RunOptions:
     #: a random-sized allocation before every timed launch, so the buffers an op allocates per launch do not sit
     #: at one (lucky or unlucky) address for a whole rep; see worker.shuffled
     shuffle_placement: bool = True
+    #: with shuffle_placement: the inputs move to this many random places a rep, each followed by one untimed
+    #: launch (CUPTI and events timing); where they sit otherwise stays fixed for a process's life, noise between
+    #: processes that the reps never see (see worker.rehomed)
+    input_placements: int = 5
+
+
+def _input_placements(opts: RunOptions, timing: str) -> int:
+    """How many places a rep's inputs are timed at: 1 where the worker does not move them."""
+    if not opts.shuffle_placement or timing not in ("cupti", "events"):
+        return 1
+    return max(1, opts.input_placements)
 
 
 @dataclass
@@ -471,6 +482,7 @@ def run_steps(
         "launch_gap": opts.launch_gap if timing != "wallclock" else None,
         **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and timing != "wallclock" else {}),
         "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if timing != "wallclock" else None,
+        "input_placements": _input_placements(opts, timing),
         "host": os.uname().nodename,
     }
     if opts.artifacts:
@@ -553,6 +565,7 @@ def run_steps(
                         "n": n,
                         "gap": opts.launch_gap,
                         "shuffle": opts.shuffle_placement,
+                        "placements": _input_placements(opts, timing),
                     },
                     st,
                 )

@@ -11,8 +11,9 @@ Requests:
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
    "gap": null | "auto" | "<ms>",                       gap: the GPU idles that long before every launch;
-   "shuffle": true}                                     shuffle: a random-sized allocation before every launch,
-                                                        so buffers the op allocates land somewhere new each time;
+   "shuffle": true, "placements": 5}                    shuffle: a random-sized allocation before every launch,
+                                                        so buffers the op allocates land somewhere new each time,
+                                                        and the inputs copied to that many random places a rep;
                                                         with NVML the answer carries "telemetry" (SM clock,
                                                         clock-lowering reasons, temperature; gpu_telemetry.py)
   {"op": "quit"}
@@ -47,6 +48,12 @@ AUTO_MIN_LAUNCHES = 10
 #: limiter had not let go) and 5576-5579 us with 10 ms (benchmarks/gpu_validation/power_trace.py, 2026-11-22)
 AUTO_GAP_FACTOR = 2.0
 AUTO_GAP_MAX_US = 10_000.0
+#: input placements: a rehomed tensor starts at a random multiple of PLACE_ALIGN bytes (Triton specializes
+#: pointers on 16-byte alignment, TMA needs 16: both kept) within a pad of its own size, at least PLACE_PAD_MIN
+#: and at most PLACE_PAD_MAX bytes
+PLACE_ALIGN = 4096
+PLACE_PAD_MIN = 2 << 20
+PLACE_PAD_MAX = 64 << 20
 FLUSH_NAME = "_harness_l2_flush"
 MARKER_NAME = "_harness_marker"
 
@@ -312,7 +319,9 @@ class Worker:
         n = self._flush_buf.numel()
         self._flush_kernel[(self.triton.cdiv(n, 8192),)](self._flush_buf, self._flush_out, n, BLOCK=8192)
 
-    def time(self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False) -> dict[str, Any]:
+    def time(
+        self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False, placements: int = 1
+    ) -> dict[str, Any]:
         cid = self._key(case)
         if cid not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
             p = self.prepare(case, check=False)
@@ -320,16 +329,21 @@ class Worker:
                 return p
         entry = self.prepared[cid]
         self.prepared.move_to_end(cid)
-        k, inputs, cfg = entry["kernel"], entry["inputs"], entry["config"]
+        k, cfg = entry["kernel"], entry["config"]
 
         def launch():
-            return k.launch(inputs, cfg)
+            return k.launch(entry["inputs"], cfg)  # read at each call: rehome() moves them
 
-        op = launch
+        def empty(nbytes: int):  # noqa: ANN202
+            return self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
+
+        op, rehome = launch, None
         if shuffle and self.C.backend() != "interp":
-            op = shuffled(
-                launch, lambda nbytes: self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda"), self._rng
-            )
+            op = shuffled(launch, empty, self._rng)
+            if placements > 1 and self.timing in ("cupti", "events"):
+
+                def rehome() -> None:
+                    entry["inputs"] = rehomed(entry["inputs"], empty, self._rng)
 
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
@@ -349,11 +363,12 @@ class Worker:
             idle_s = float(gap) / 1e3
         dev = self.nvml() if self.timing in ("cupti", "events") else None
         sampler = _telemetry().Sampler(dev) if dev is not None else _telemetry().NoSampler()
+        every = -(-n // placements) if rehome is not None else 0  # launches per placement
         try:
             if self.timing == "cupti":
-                samples, dispatch = self._time_cupti(op, n, idle_s, sampler)
+                samples, dispatch = self._time_cupti(op, n, idle_s, sampler, rehome, every)
             elif self.timing == "events":
-                samples, dispatch = self._time_events(op, n, sampler), None
+                samples, dispatch = self._time_events(op, n, sampler, rehome, every), None
             elif self.timing == "rocprofv3":
                 samples, dispatch = self._time_markers(op, n, case), None
             else:
@@ -410,13 +425,21 @@ class Worker:
             out.append((time.perf_counter() - t0) * 1e6)
         return out
 
-    def _time_events(self, op, n: int, sampler=None) -> list[float]:  # noqa: ANN001
+    def _time_events(self, op, n: int, sampler=None, rehome=None, every: int = 0) -> list[float]:  # noqa: ANN001
         torch = self.torch
         sampler = sampler or _telemetry().NoSampler()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        timed = iter(ev)
         with sampler:
-            sampler.busy = True
-            for s, e in ev:
+            for is_timed in launch_plan(n, every if rehome is not None else 0):
+                if not is_timed:  # the inputs move; the first launch at the new place is not timed
+                    sampler.busy = False
+                    rehome()
+                    self._flush()
+                    op()
+                    continue
+                s, e = next(timed)
+                sampler.busy = True
                 self._flush()
                 s.record()
                 op()
@@ -431,17 +454,28 @@ class Worker:
         n: int,
         idle_s: float = 0.0,
         sampler=None,  # noqa: ANN001 - a gpu_telemetry.Sampler
+        rehome=None,  # noqa: ANN001 - a zero-argument callable that moves the inputs
+        every: int = 0,
     ) -> tuple[list[float], dict[str, float]]:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
         with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
-        clock while the launches run (not during the idle gaps)."""
+        clock while the launches run (not during the idle gaps). With ``rehome``, every ``every`` launches the
+        inputs move (byte copies: memcpys, which the kernel list leaves out) and one untimed launch follows,
+        its own flush-delimited invocation, dropped from the samples."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
         sampler = sampler or _telemetry().NoSampler()
+        plan = launch_plan(n, every if rehome is not None else 0)
         self._flush()
         with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
+            for is_timed in plan:
+                if not is_timed:  # the inputs move; the first launch at the new place is its own invocation
+                    sampler.busy = False
+                    rehome()
+                    self._flush()
+                    op()
+                    continue
                 self._flush()
                 if idle_s:
                     torch.cuda.synchronize()
@@ -451,7 +485,8 @@ class Worker:
                 op()
             torch.cuda.synchronize()
             sampler.busy = False
-        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, n)
+        warm = {i for i, is_timed in enumerate(plan) if not is_timed}
+        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=warm)
 
     def _time_markers(self, op, n: int, case: dict[str, Any]) -> list[float]:
         """Under rocprofv3 the trace is read by the driver after this process exits; here only the launches
@@ -494,6 +529,43 @@ def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-
     return op
 
 
+def launch_plan(n: int, every: int = 0) -> list[bool]:
+    """The launches of one rep in order, True for a timed one: ``n`` of them, and with ``every`` > 0 an untimed
+    one before each run of ``every`` (where the inputs have just moved: the first launch at a new place walks
+    page tables and misses TLBs, which a kernel whose operands stay put does not)."""
+    plan: list[bool] = []
+    for i in range(n):
+        if every > 0 and i % every == 0:
+            plan.append(False)
+        plan.append(True)
+    return plan
+
+
+def rehomed(inputs: dict[str, Any], empty, rng: random.Random) -> dict[str, Any]:  # noqa: ANN001
+    """``inputs`` with every tensor copied to a new random place: a fresh byte buffer from ``empty(nbytes)`` with
+    room to spare, the tensor starting at a random multiple of PLACE_ALIGN bytes in it, same dtype, shape and
+    strides. Other values are kept. Where a kernel's inputs sit in memory can set its speed by a few % (DRAM
+    channel and page mapping), and it stays put for a process's life: sampled once a process, it is noise between
+    processes that the reps never see. Sampled several times a rep, the rep's median is the time at a typical
+    placement (compare Stabilizer's heap randomization). The copies are raw bytes (memcpys: no kernel), and
+    tensors that shared storage no longer do: inputs must be read-only operands and output buffers."""
+    out: dict[str, Any] = {}
+    for name, t in inputs.items():
+        if not hasattr(t, "untyped_storage") or t.numel() == 0:
+            out[name] = t
+            continue
+        es = t.element_size()
+        nbytes = (1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))) * es
+        pad = min(max(nbytes, PLACE_PAD_MIN), PLACE_PAD_MAX)
+        buf = empty(nbytes + pad)
+        at = rng.randrange(0, pad // PLACE_ALIGN + 1) * PLACE_ALIGN
+        src = buf.new_empty(0).set_(t.untyped_storage(), t.storage_offset() * es, (nbytes,), (1,))
+        dst = buf[at : at + nbytes]
+        dst.copy_(src)
+        out[name] = dst.view(t.dtype).as_strided(t.shape, t.stride())
+    return out
+
+
 def _telemetry():  # noqa: ANN202 - the gpu_telemetry module
     """gpu_telemetry, the sibling file (standard library only): importable as a top-level module when this
     file runs by path, as harness.gpu_telemetry when a benchmark imports harness.worker."""
@@ -522,11 +594,14 @@ def kernel_events(prof) -> list[tuple[str, float]]:  # noqa: ANN001 - a finished
     return [(e.name(), (e.end_ns() - e.start_ns()) / 1e3) for e in kin]
 
 
-def attribute_dispatches(events: list[tuple[str, float]], flush_name: str, n: int) -> tuple[list[float], dict]:
+def attribute_dispatches(
+    events: list[tuple[str, float]], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()
+) -> tuple[list[float], dict]:
     """Group a stream of (kernel name, µs) into op invocations delimited by the flush kernel.
 
     Returns one op time per invocation (the sum of its dispatches: split-K + reduce count as one op) and the
-    median time of each dispatch name. Raises if the number of invocations is not ``n``.
+    median time of each dispatch name, leaving out the invocations numbered in ``drop`` (0-based, of the ``n``).
+    Raises if the number of invocations is not ``n``.
     """
     groups: list[list[tuple[str, float]]] = []
     cur: list[tuple[str, float]] | None = None
@@ -542,6 +617,7 @@ def attribute_dispatches(events: list[tuple[str, float]], flush_name: str, n: in
     groups = groups[-n:] if len(groups) >= n else groups
     if len(groups) != n or any(not g for g in groups):
         raise RuntimeError(f"profiler saw {len(groups)} op invocations with kernels, expected {n}")
+    groups = [g for i, g in enumerate(groups) if i not in drop]
     per_name: dict[str, list[float]] = {}
     for g in groups:
         for i, (name, us) in enumerate(g):
@@ -708,7 +784,13 @@ def main() -> None:
         elif op == "heat":
             ans = w.heat(float(req.get("seconds", 0)))
         elif op == "time":
-            ans = w.time(req["case"], int(req.get("n", 20)), req.get("gap"), bool(req.get("shuffle", False)))
+            ans = w.time(
+                req["case"],
+                int(req.get("n", 20)),
+                req.get("gap"),
+                bool(req.get("shuffle", False)),
+                int(req.get("placements", 1)),
+            )
         else:
             ans = {"status": "runtime_error", "error": f"unknown op {op!r}"}
         lost = ans.get("status") not in ("ok", "skipped") and w.context_lost()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from harness import gpu_telemetry as gt
 from harness.results import parse_results
 from harness.runner import telemetry_columns
@@ -134,3 +136,68 @@ def test_shuffled_launch_allocates_first_and_frees_after():
     assert order == list(range(1, 51))
     assert all((1 << 20) <= n < (64 << 20) for n in sizes) and len(set(sizes)) > 40, "sizes vary launch to launch"
     assert all(r() is None for r in alive), "each shim is released once its launch is queued"
+
+
+def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
+    from harness.worker import attribute_dispatches
+
+    F = "_harness_l2_flush"
+    events = [(F, 30.0), ("warm", 9.0)]  # an untimed launch (invocation 0)
+    events += [(F, 30.0), ("gemm", 5.0), ("reduce", 1.0)]  # split-K: two dispatches, one op
+    events += [(F, 30.0), ("gemm", 6.0), ("reduce", 1.5)]
+    events += [(F, 30.0), ("warm", 9.0), (F, 30.0), ("gemm", 7.0), ("reduce", 2.0)]
+    times, per_name = attribute_dispatches(events, F, 5, drop={0, 3})
+    assert times == [6.0, 7.5, 9.0]
+    assert per_name == {"0:gemm": 6.0, "1:reduce": 1.5}
+    with pytest.raises(RuntimeError, match="saw 5 op invocations with kernels, expected 6"):
+        attribute_dispatches(events, F, 6)
+
+
+def test_launch_plan_puts_one_untimed_launch_before_each_run():
+    from harness.worker import launch_plan
+
+    assert launch_plan(4) == [True] * 4
+    assert launch_plan(5, 2) == [False, True, True, False, True, True, False, True]
+    n, places = 10, 5
+    plan = launch_plan(n, -(-n // places))  # as Worker.time splits a rep
+    assert plan.count(True) == n and plan.count(False) == places
+
+
+def test_rehomed_inputs_keep_values_and_layout_at_a_new_aligned_place():
+    import random
+
+    import torch
+
+    from harness.worker import PLACE_ALIGN, rehomed
+
+    bufs = []
+
+    def empty(nbytes):
+        bufs.append(torch.empty(nbytes, dtype=torch.uint8))
+        return bufs[-1]
+
+    x = torch.randn(8, 6)[:, ::2]  # strided: (6, 2)
+    inputs = {
+        "x": x,
+        "w": torch.randn(3, 5).to(torch.float8_e4m3fn),
+        "packed": torch.randint(0, 255, (7,), dtype=torch.uint8),
+        "bias": None,
+        "flag": 3,
+        "nothing": torch.empty(0),
+    }
+    offsets = set()
+    for seed in range(20):
+        out = rehomed(inputs, empty, random.Random(seed))
+        assert out.keys() == inputs.keys() and out["bias"] is None and out["flag"] == 3
+        assert out["nothing"] is inputs["nothing"]
+        for name in ("x", "w", "packed"):
+            a, b = inputs[name], out[name]
+            assert (b.dtype, b.shape, b.stride()) == (a.dtype, a.shape, a.stride())
+            assert torch.equal(b.float(), a.float())
+            assert b.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+            at = b.data_ptr() - b.untyped_storage().data_ptr()
+            assert at % PLACE_ALIGN == 0
+            offsets.add((name, at))
+        out["x"].fill_(0)  # a copy, not a view of the caller's tensor
+        assert x.abs().sum() > 0
+    assert len({at for name, at in offsets if name == "x"}) > 10, "the place varies from call to call"

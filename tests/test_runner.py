@@ -270,3 +270,14 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     logs = list((tmp_path / "f.csv.logs").glob("worker-*.log"))
     # one worker for phase 1 + round 1, one per further round (+1: the first start resolves timing "auto")
     assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
+
+
+def test_input_placements_only_where_the_worker_moves_inputs():
+    from harness.runner import RunOptions, _input_placements
+
+    on = RunOptions()
+    assert _input_placements(on, "cupti") == on.input_placements == 5
+    assert _input_placements(on, "events") == 5
+    assert _input_placements(on, "wallclock") == 1  # the CPU interpreter: nothing to move
+    assert _input_placements(on, "rocprofv3") == 1  # markers bracket every launch of a rep: no untimed ones
+    assert _input_placements(RunOptions(shuffle_placement=False), "cupti") == 1

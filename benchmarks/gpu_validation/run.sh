@@ -5,6 +5,8 @@
 #                                                      offset: ncu without cache control, harness with idle gaps
 #                                                      suite-il, aa-il: the same with reps interleaved in time
 #                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
+#                                                      placements-ab: golden runs alternating A (defaults) and B
+#                                                        (B_ARGS, default --input-placements 1), ROUNDS, FILTER
 #                                                      power: SM clock traces of ms-long cases (power_trace.py)
 #                                                      placement: time vs. per-launch buffer address (placement.py)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
@@ -126,6 +128,19 @@ for step in "$@"; do
       done
       h compare "$R/golden-$tag-1.csv" "$R/golden-$tag-2.csv" --out "$R/compare-aa-$tag.csv" \
         --markdown "$R/compare-aa-$tag.md" | tee "$R/compare-aa-$tag.txt" | tail -14
+      ;;
+    placements-ab)  # golden processes alternating between two settings (A: the defaults, B: B_ARGS), one per
+                    # round in ROUNDS ("1 2"; a later call can add "3"); A/A within each setting is compared after
+      for rnd in ${ROUNDS:-1 2}; do
+        for v in A B; do
+          args=""; [ $v = B ] && args=${B_ARGS:---input-placements 1}
+          stamp "run golden $v round $rnd start ($args)"
+          # shellcheck disable=SC2086 # args is a list of options
+          h run --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} \
+            --out "$R/golden-$v-$rnd.csv" --resume $args 2>&1 | tail -1
+          stamp "run golden $v round $rnd end"
+        done
+      done
       ;;
     power)  # the SM clock (NVML) next to every launch's time for a few ms-long cases, four launch spacings
       stamp "power trace"
