@@ -164,7 +164,7 @@ def run(
             help="with --shuffle-placement: copy the inputs to this many random places a rep, one untimed launch "
             "after each move (CUPTI and events timing; 1: they stay where they were made)",
         ),
-    ] = 5,
+    ] = 10,
     with_env: Annotated[
         list[str] | None,
         typer.Option(

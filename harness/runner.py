@@ -163,8 +163,9 @@ class RunOptions:
     shuffle_placement: bool = True
     #: with shuffle_placement: the inputs move to this many random places a rep, each followed by one untimed
     #: launch (CUPTI and events timing); where they sit otherwise stays fixed for a process's life, noise between
-    #: processes that the reps never see (see worker.rehomed)
-    input_placements: int = 5
+    #: processes that the reps never see (see worker.rehomed). On an H100 the fp8 prequant GEMM's reps (B=16 M=256)
+    #: read 654-674 µs at one placement each; at five a rep, 8 of 9 read 655-658 µs (experiment-input-placement/)
+    input_placements: int = 10
 
 
 def _input_placements(opts: RunOptions, timing: str) -> int:

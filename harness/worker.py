@@ -11,7 +11,7 @@ Requests:
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
    "gap": null | "auto" | "<ms>",                       gap: the GPU idles that long before every launch;
-   "shuffle": true, "placements": 5}                    shuffle: a random-sized allocation before every launch,
+   "shuffle": true, "placements": 10}                   shuffle: a random-sized allocation before every launch,
                                                         so buffers the op allocates land somewhere new each time,
                                                         and the inputs copied to that many random places a rep;
                                                         with NVML the answer carries "telemetry" (SM clock,
@@ -40,9 +40,10 @@ from typing import Any
 KNOB_PREFIXES = ("TRITON_", "AMDGCN_", "MLIR_", "LLVM_", "PTXAS", "NVPTX_", "HIP_", "CUDA_VISIBLE", "ROCR_")
 FLUSH_BYTES = 256 * 1024 * 1024
 #: auto launch count: about this much kernel time per rep, at least this many launches. Power-bound ms-long
-#: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
+#: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts,
+#: and 20 leave two timed launches at each of 10 input placements (runner.RunOptions.input_placements).
 AUTO_REP_US = 40_000
-AUTO_MIN_LAUNCHES = 10
+AUTO_MIN_LAUNCHES = 20
 #: --launch-gap auto: the GPU idles AUTO_GAP_FACTOR x the kernel's time, at most AUTO_GAP_MAX_US, before each
 #: timed launch. On an H100 a 5.7 ms bf16 GEMM read 5850-6090 us between rounds with 1 ms of idle (the power
 #: limiter had not let go) and 5576-5579 us with 10 ms (benchmarks/gpu_validation/power_trace.py, 2026-11-22)
@@ -354,7 +355,7 @@ class Worker:
                 op()
             self._sync()
             entry["est_us"] = (time.perf_counter() - t0) / 3 * 1e6
-        if n <= 0:  # auto: ~40 ms of kernel time per rep, 10..100 launches, fixed per case for all its reps
+        if n <= 0:  # auto: ~40 ms of kernel time per rep, 20..100 launches, fixed per case for all its reps
             n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(entry["est_us"], 1.0))))
         idle_s = 0.0
         if gap == "auto":  # twice the kernel's own time, at most 10 ms

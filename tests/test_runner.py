@@ -276,8 +276,8 @@ def test_input_placements_only_where_the_worker_moves_inputs():
     from harness.runner import RunOptions, _input_placements
 
     on = RunOptions()
-    assert _input_placements(on, "cupti") == on.input_placements == 5
-    assert _input_placements(on, "events") == 5
+    assert _input_placements(on, "cupti") == on.input_placements == 10
+    assert _input_placements(on, "events") == 10
     assert _input_placements(on, "wallclock") == 1  # the CPU interpreter: nothing to move
     assert _input_placements(on, "rocprofv3") == 1  # markers bracket every launch of a rep: no untimed ones
     assert _input_placements(RunOptions(shuffle_placement=False), "cupti") == 1
