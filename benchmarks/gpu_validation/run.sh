@@ -7,6 +7,7 @@
 #                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
 #                                                      placements-ab: golden runs alternating A (defaults) and B
 #                                                        (B_ARGS, default --input-placements 1), ROUNDS, FILTER
+#                                                      trace: every launch of every rep (launch_trace.py)
 #                                                      power: SM clock traces of ms-long cases (power_trace.py)
 #                                                      placement: time vs. per-launch buffer address (placement.py)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
@@ -140,6 +141,14 @@ for step in "$@"; do
             --out "$R/golden-$v-$rnd.csv" --resume $args 2>&1 | tail -1
           stamp "run golden $v round $rnd end"
         done
+      done
+      ;;
+    trace)  # every launch of every rep with its addresses, as `harness run` times them (launch_trace.py)
+      for proc in ${TRACE_PROCS:-1 2}; do
+        stamp "launch trace $proc"
+        python3 benchmarks/gpu_validation/launch_trace.py --reps "${TRACE_REPS:-40}" --out "$R/trace-$proc.json" \
+          --placements "${TRACE_PLACEMENTS:-10}" \
+          --filter "${TRACE_FILTER:-prequant.*/B16_M(256|512)_N8192|a16wfp4/B16_M256_N8192}" | tee "$R/trace-$proc.txt"
       done
       ;;
     power)  # the SM clock (NVML) next to every launch's time for a few ms-long cases, four launch spacings
