@@ -32,8 +32,16 @@ def main() -> None:
     import torch
 
     from harness.suite import load_suite, select
-    from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US, AUTO_MIN_LAUNCHES, AUTO_REP_US, Worker
-    from harness.worker import launch_plan, rehomed, shuffled
+    from harness.worker import (
+        AUTO_GAP_FACTOR,
+        AUTO_GAP_MAX_US,
+        AUTO_MIN_LAUNCHES,
+        AUTO_REP_US,
+        Worker,
+        launch_plan,
+        rehomed,
+        shuffled,
+    )
     from kernels import batched_gemm_a8w8_prequant as pq
 
     xq_seen: list[int] = []
