@@ -426,16 +426,25 @@ class Worker:
             out.append((time.perf_counter() - t0) * 1e6)
         return out
 
-    def _time_events(self, op, n: int, sampler=None, rehome=None, every: int = 0) -> list[float]:  # noqa: ANN001
+    def _time_events(
+        self,
+        op,  # noqa: ANN001
+        n: int,
+        sampler=None,  # noqa: ANN001
+        rehome=None,  # noqa: ANN001
+        every: int = 0,
+        warm: bool = True,
+    ) -> list[float]:
         torch = self.torch
         sampler = sampler or _telemetry().NoSampler()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         timed = iter(ev)
         with sampler:
-            for is_timed in launch_plan(n, every if rehome is not None else 0):
-                if not is_timed:  # the inputs move; the first launch at the new place is not timed
+            for move, is_timed in launch_plan(n, every if rehome is not None else 0, warm):
+                if move:  # before the flush: the copies leave the inputs' tail in L2
                     sampler.busy = False
                     rehome()
+                if not is_timed:
                     self._flush()
                     op()
                     continue
@@ -457,6 +466,7 @@ class Worker:
         sampler=None,  # noqa: ANN001 - a gpu_telemetry.Sampler
         rehome=None,  # noqa: ANN001 - a zero-argument callable that moves the inputs
         every: int = 0,
+        warm: bool = True,
     ) -> tuple[list[float], dict[str, float]]:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
         with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
@@ -467,13 +477,14 @@ class Worker:
 
         torch = self.torch
         sampler = sampler or _telemetry().NoSampler()
-        plan = launch_plan(n, every if rehome is not None else 0)
+        plan = launch_plan(n, every if rehome is not None else 0, warm)
         self._flush()
         with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for is_timed in plan:
-                if not is_timed:  # the inputs move; the first launch at the new place is its own invocation
+            for move, is_timed in plan:
+                if move:  # before the flush: the copies leave the inputs' tail in L2
                     sampler.busy = False
                     rehome()
+                if not is_timed:  # its own flush-delimited invocation, dropped below
                     self._flush()
                     op()
                     continue
@@ -486,8 +497,8 @@ class Worker:
                 op()
             torch.cuda.synchronize()
             sampler.busy = False
-        warm = {i for i, is_timed in enumerate(plan) if not is_timed}
-        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=warm)
+        untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
+        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=untimed)
 
     def _time_markers(self, op, n: int, case: dict[str, Any]) -> list[float]:
         """Under rocprofv3 the trace is read by the driver after this process exits; here only the launches
@@ -530,15 +541,17 @@ def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-
     return op
 
 
-def launch_plan(n: int, every: int = 0) -> list[bool]:
-    """The launches of one rep in order, True for a timed one: ``n`` of them, and with ``every`` > 0 an untimed
-    one before each run of ``every`` (where the inputs have just moved: the first launch at a new place walks
-    page tables and misses TLBs, which a kernel whose operands stay put does not)."""
-    plan: list[bool] = []
+def launch_plan(n: int, every: int = 0, warm: bool = True) -> list[tuple[bool, bool]]:
+    """The launches of one rep in order, as (move the inputs first, timed): ``n`` timed ones; with ``every`` > 0
+    the inputs move before each run of ``every``, and with ``warm`` an untimed launch follows each move (in case
+    the first launch at a new place, walking page tables and missing TLBs, is not the steady state)."""
+    plan: list[tuple[bool, bool]] = []
     for i in range(n):
-        if every > 0 and i % every == 0:
-            plan.append(False)
-        plan.append(True)
+        move = every > 0 and i % every == 0
+        if move and warm:
+            plan.append((True, False))
+            move = False
+        plan.append((move, True))
     return plan
 
 

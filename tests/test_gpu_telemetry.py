@@ -153,14 +153,17 @@ def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
         attribute_dispatches(events, F, 6)
 
 
-def test_launch_plan_puts_one_untimed_launch_before_each_run():
+def test_launch_plan_moves_inputs_before_runs_of_launches():
     from harness.worker import launch_plan
 
-    assert launch_plan(4) == [True] * 4
-    assert launch_plan(5, 2) == [False, True, True, False, True, True, False, True]
+    assert launch_plan(4) == [(False, True)] * 4
+    M, U, T = (True, False), (True, True), (False, True)  # move + untimed, move + timed, timed
+    assert launch_plan(5, 2) == [M, T, T, M, T, T, M, T]
+    assert launch_plan(5, 2, warm=False) == [U, T, U, T, U]
+    assert launch_plan(3, 1, warm=False) == [U, U, U]
     n, places = 10, 5
     plan = launch_plan(n, -(-n // places))  # as Worker.time splits a rep
-    assert plan.count(True) == n and plan.count(False) == places
+    assert sum(t for _, t in plan) == n and sum(m for m, _ in plan) == places
 
 
 def test_rehomed_inputs_keep_values_and_layout_at_a_new_aligned_place():

@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--filter", required=True)
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--placements", type=int, default=10)
+    ap.add_argument("--no-warm", action="store_true", help="no untimed launch after a move: time the first one")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -55,7 +56,7 @@ def main() -> None:
     pq.quantize_x = recording
     w = Worker(str(ROOT), "cupti", 0.6)
     rng = random.Random(0)
-    out = {"gpu": w.hello()["gpu"], "placements": a.placements, "cases": []}
+    out = {"gpu": w.hello()["gpu"], "placements": a.placements, "warm": not a.no_warm, "cases": []}
     for c in select(load_suite(Path(a.suite)), None, a.filter):
         p = w.prepare(c, check=False)
         if p["status"] != "ok":
@@ -86,17 +87,18 @@ def main() -> None:
         n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est, 1.0))))
         idle = min(AUTO_GAP_FACTOR * est, AUTO_GAP_MAX_US) / 1e6
         every = -(-n // a.placements) if a.placements > 1 else 0
-        plan = launch_plan(n, every)
+        plan = launch_plan(n, every, not a.no_warm)
         reps = []
         start = time.perf_counter()
         for r in range(a.reps):
             ptrs.clear()
             xq_seen.clear()
-            samples, disp = w._time_cupti(op, n, idle, None, rehome if every else None, every)
-            timed = [i for i, t in enumerate(plan) if t]
+            samples, disp = w._time_cupti(op, n, idle, None, rehome if every else None, every, not a.no_warm)
+            timed = [i for i, (_, t) in enumerate(plan) if t]
             launches = [
                 {
                     "us": round(us, 2),
+                    "moved": plan[i][0],  # the inputs moved right before this launch
                     "t_s": round(ptrs[i][2] - start, 4),
                     "x": hex(ptrs[i][0]),
                     "w": hex(ptrs[i][1]),

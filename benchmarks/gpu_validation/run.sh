@@ -145,9 +145,10 @@ for step in "$@"; do
       ;;
     trace)  # every launch of every rep with its addresses, as `harness run` times them (launch_trace.py)
       for proc in ${TRACE_PROCS:-1 2}; do
-        stamp "launch trace $proc"
+        stamp "launch trace $proc ${TRACE_ARGS:-}"
+        # shellcheck disable=SC2086 # TRACE_ARGS is a list of options
         python3 benchmarks/gpu_validation/launch_trace.py --reps "${TRACE_REPS:-40}" --out "$R/trace-$proc.json" \
-          --placements "${TRACE_PLACEMENTS:-10}" \
+          --placements "${TRACE_PLACEMENTS:-10}" ${TRACE_ARGS:-} \
           --filter "${TRACE_FILTER:-prequant.*/B16_M(256|512)_N8192|a16wfp4/B16_M256_N8192}" | tee "$R/trace-$proc.txt"
       done
       ;;
