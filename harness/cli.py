@@ -156,15 +156,14 @@ def run(
             "somewhere new each time (GPU timing; default on)",
         ),
     ] = True,
-    input_placements: Annotated[
-        int,
+    move_inputs: Annotated[
+        bool,
         typer.Option(
-            "--input-placements",
-            min=1,
-            help="with --shuffle-placement: copy the inputs to this many random places a rep, one untimed launch "
-            "after each move (CUPTI and events timing; 1: they stay where they were made)",
+            "--move-inputs/--no-move-inputs",
+            help="with --shuffle-placement: copy the inputs to a random place before every timed launch, so a rep "
+            "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
         ),
-    ] = 10,
+    ] = True,
     with_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -221,7 +220,7 @@ def run(
         fresh_process_rounds=fresh_process_rounds,
         launch_gap=_launch_gap(launch_gap),
         shuffle_placement=shuffle_placement,
-        input_placements=input_placements,
+        move_inputs=move_inputs,
     )
     import signal
 

@@ -286,7 +286,7 @@ METHOD_KEYS = (
     "launch_gap",
     "launch_gap_auto",
     "placement",
-    "input_placements",
+    "move_inputs",
     "launches_per_rep",
     "heat_s",
 )

@@ -161,18 +161,16 @@ class RunOptions:
     #: a random-sized allocation before every timed launch, so the buffers an op allocates per launch do not sit
     #: at one (lucky or unlucky) address for a whole rep; see worker.shuffled
     shuffle_placement: bool = True
-    #: with shuffle_placement: the inputs move to this many random places a rep, each followed by one untimed
-    #: launch (CUPTI and events timing); where they sit otherwise stays fixed for a process's life, noise between
-    #: processes that the reps never see (see worker.rehomed). On an H100 the fp8 prequant GEMM's reps (B=16 M=256)
-    #: read 654-674 µs at one placement each; at five a rep, 8 of 9 read 655-658 µs (experiment-input-placement/)
-    input_placements: int = 10
+    #: with shuffle_placement: the inputs move to a random place before every timed launch (CUPTI and events
+    #: timing); where they sit otherwise stays fixed for a process's life, noise between processes that the reps
+    #: never see (see worker.rehomed). On an H100 the fp8 prequant GEMM's reps (B=16 M=256) read 654-674 µs with
+    #: the inputs fixed; moved, 8 of 9 read 655-658 µs (reports/h100-triton-3.6.0-vs-3.9.0/experiment-input-placement)
+    move_inputs: bool = True
 
 
-def _input_placements(opts: RunOptions, timing: str) -> int:
-    """How many places a rep's inputs are timed at: 1 where the worker does not move them."""
-    if not opts.shuffle_placement or timing not in ("cupti", "events"):
-        return 1
-    return max(1, opts.input_placements)
+def _moves_inputs(opts: RunOptions, timing: str) -> bool:
+    """Whether the worker moves the inputs before every timed launch (it can where it times each launch)."""
+    return opts.shuffle_placement and opts.move_inputs and timing in ("cupti", "events")
 
 
 @dataclass
@@ -483,7 +481,7 @@ def run_steps(
         "launch_gap": opts.launch_gap if timing != "wallclock" else None,
         **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and timing != "wallclock" else {}),
         "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if timing != "wallclock" else None,
-        "input_placements": _input_placements(opts, timing),
+        "move_inputs": _moves_inputs(opts, timing),
         "host": os.uname().nodename,
     }
     if opts.artifacts:
@@ -566,7 +564,7 @@ def run_steps(
                         "n": n,
                         "gap": opts.launch_gap,
                         "shuffle": opts.shuffle_placement,
-                        "placements": _input_placements(opts, timing),
+                        "move_inputs": _moves_inputs(opts, timing),
                     },
                     st,
                 )

@@ -11,9 +11,9 @@ Requests:
   {"op": "heat", "seconds": 5}                       -> sustained matmuls: reps start on a warm GPU
   {"op": "time", "case": {...}, "n": 20,             -> one rep: n timed launches (L2 flushed before each), median;
    "gap": null | "auto" | "<ms>",                       gap: the GPU idles that long before every launch;
-   "shuffle": true, "placements": 10}                   shuffle: a random-sized allocation before every launch,
-                                                        so buffers the op allocates land somewhere new each time,
-                                                        and the inputs copied to that many random places a rep;
+   "shuffle": true, "move_inputs": true}                shuffle: a random-sized allocation before every launch,
+                                                        so buffers the op allocates land somewhere new each time;
+                                                        move_inputs: the inputs too, copied to a random place;
                                                         with NVML the answer carries "telemetry" (SM clock,
                                                         clock-lowering reasons, temperature; gpu_telemetry.py)
   {"op": "quit"}
@@ -40,10 +40,11 @@ from typing import Any
 KNOB_PREFIXES = ("TRITON_", "AMDGCN_", "MLIR_", "LLVM_", "PTXAS", "NVPTX_", "HIP_", "CUDA_VISIBLE", "ROCR_")
 FLUSH_BYTES = 256 * 1024 * 1024
 #: auto launch count: about this much kernel time per rep, at least this many launches. Power-bound ms-long
-#: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts,
-#: and 20 leave two timed launches at each of 10 input placements (runner.RunOptions.input_placements).
+#: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
+#: With the inputs moved before every launch, each launch is one more placement sampled: 30 keep an H100's rep
+#: medians of ms-long GEMMs within about 0.15 % (benchmarks/gpu_validation/launch_trace.py).
 AUTO_REP_US = 40_000
-AUTO_MIN_LAUNCHES = 20
+AUTO_MIN_LAUNCHES = 30
 #: --launch-gap auto: the GPU idles AUTO_GAP_FACTOR x the kernel's time, at most AUTO_GAP_MAX_US, before each
 #: timed launch. On an H100 a 5.7 ms bf16 GEMM read 5850-6090 us between rounds with 1 ms of idle (the power
 #: limiter had not let go) and 5576-5579 us with 10 ms (benchmarks/gpu_validation/power_trace.py, 2026-11-22)
@@ -321,7 +322,7 @@ class Worker:
         self._flush_kernel[(self.triton.cdiv(n, 8192),)](self._flush_buf, self._flush_out, n, BLOCK=8192)
 
     def time(
-        self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False, placements: int = 1
+        self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False, move_inputs: bool = False
     ) -> dict[str, Any]:
         cid = self._key(case)
         if cid not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
@@ -341,7 +342,7 @@ class Worker:
         op, rehome = launch, None
         if shuffle and self.C.backend() != "interp":
             op = shuffled(launch, empty, self._rng)
-            if placements > 1 and self.timing in ("cupti", "events"):
+            if move_inputs and self.timing in ("cupti", "events"):
 
                 def rehome() -> None:
                     entry["inputs"] = rehomed(entry["inputs"], empty, self._rng)
@@ -355,7 +356,7 @@ class Worker:
                 op()
             self._sync()
             entry["est_us"] = (time.perf_counter() - t0) / 3 * 1e6
-        if n <= 0:  # auto: ~40 ms of kernel time per rep, 20..100 launches, fixed per case for all its reps
+        if n <= 0:  # auto: ~40 ms of kernel time per rep, 30..100 launches, fixed per case for all its reps
             n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(entry["est_us"], 1.0))))
         idle_s = 0.0
         if gap == "auto":  # twice the kernel's own time, at most 10 ms
@@ -364,12 +365,14 @@ class Worker:
             idle_s = float(gap) / 1e3
         dev = self.nvml() if self.timing in ("cupti", "events") else None
         sampler = _telemetry().Sampler(dev) if dev is not None else _telemetry().NoSampler()
-        every = -(-n // placements) if rehome is not None else 0  # launches per placement
+        # inputs moved before every launch, which is timed: on an H100 the first launch at a new place read the
+        # same as the next ones (launch_trace.py --no-warm), so no untimed launch after a move
+        every = 1 if rehome is not None else 0
         try:
             if self.timing == "cupti":
-                samples, dispatch = self._time_cupti(op, n, idle_s, sampler, rehome, every)
+                samples, dispatch = self._time_cupti(op, n, idle_s, sampler, rehome, every, warm=False)
             elif self.timing == "events":
-                samples, dispatch = self._time_events(op, n, sampler, rehome, every), None
+                samples, dispatch = self._time_events(op, n, sampler, rehome, every, warm=False), None
             elif self.timing == "rocprofv3":
                 samples, dispatch = self._time_markers(op, n, case), None
             else:
@@ -803,7 +806,7 @@ def main() -> None:
                 int(req.get("n", 20)),
                 req.get("gap"),
                 bool(req.get("shuffle", False)),
-                int(req.get("placements", 1)),
+                bool(req.get("move_inputs", False)),
             )
         else:
             ans = {"status": "runtime_error", "error": f"unknown op {op!r}"}

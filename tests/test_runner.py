@@ -272,12 +272,12 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
 
 
-def test_input_placements_only_where_the_worker_moves_inputs():
-    from harness.runner import RunOptions, _input_placements
+def test_inputs_move_only_where_the_worker_times_each_launch():
+    from harness.runner import RunOptions, _moves_inputs
 
     on = RunOptions()
-    assert _input_placements(on, "cupti") == on.input_placements == 10
-    assert _input_placements(on, "events") == 10
-    assert _input_placements(on, "wallclock") == 1  # the CPU interpreter: nothing to move
-    assert _input_placements(on, "rocprofv3") == 1  # markers bracket every launch of a rep: no untimed ones
-    assert _input_placements(RunOptions(shuffle_placement=False), "cupti") == 1
+    assert _moves_inputs(on, "cupti") and _moves_inputs(on, "events")
+    assert not _moves_inputs(on, "wallclock")  # the CPU interpreter: nothing to move
+    assert not _moves_inputs(on, "rocprofv3")  # markers bracket a whole rep: the copies would sit inside it
+    assert not _moves_inputs(RunOptions(shuffle_placement=False), "cupti")
+    assert not _moves_inputs(RunOptions(move_inputs=False), "cupti")

@@ -1,5 +1,5 @@
 """Every launch of every rep, timed the way `harness run` times them (CUPTI, L2 flush, idle gap, per-launch
-allocation shim, inputs moved --placements times a rep), with the addresses each launch used: where is a slow rep
+allocation shim, inputs moved before every launch), with the addresses each launch used: where is a slow rep
 slow? In a few launches (placement: the slow ones share an address) or in all of them for a while (a GPU state
 that outlasts a rep)?
 
@@ -25,8 +25,8 @@ def main() -> None:
     ap.add_argument("--suite", default=str(ROOT / "suites/batched_gemm.yaml"))
     ap.add_argument("--filter", required=True)
     ap.add_argument("--reps", type=int, default=40)
-    ap.add_argument("--placements", type=int, default=10)
-    ap.add_argument("--no-warm", action="store_true", help="no untimed launch after a move: time the first one")
+    ap.add_argument("--every", type=int, default=1, help="move the inputs every K launches (0: never)")
+    ap.add_argument("--warm", action="store_true", help="an untimed launch after each move")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -56,7 +56,7 @@ def main() -> None:
     pq.quantize_x = recording
     w = Worker(str(ROOT), "cupti", 0.6)
     rng = random.Random(0)
-    out = {"gpu": w.hello()["gpu"], "placements": a.placements, "warm": not a.no_warm, "cases": []}
+    out = {"gpu": w.hello()["gpu"], "every": a.every, "warm": a.warm, "cases": []}
     for c in select(load_suite(Path(a.suite)), None, a.filter):
         p = w.prepare(c, check=False)
         if p["status"] != "ok":
@@ -86,14 +86,14 @@ def main() -> None:
         est = (time.perf_counter() - t0) / 3 * 1e6
         n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est, 1.0))))
         idle = min(AUTO_GAP_FACTOR * est, AUTO_GAP_MAX_US) / 1e6
-        every = -(-n // a.placements) if a.placements > 1 else 0
-        plan = launch_plan(n, every, not a.no_warm)
+        every = max(0, a.every)
+        plan = launch_plan(n, every, a.warm)
         reps = []
         start = time.perf_counter()
         for r in range(a.reps):
             ptrs.clear()
             xq_seen.clear()
-            samples, disp = w._time_cupti(op, n, idle, None, rehome if every else None, every, not a.no_warm)
+            samples, disp = w._time_cupti(op, n, idle, None, rehome if every else None, every, a.warm)
             timed = [i for i, (_, t) in enumerate(plan) if t]
             launches = [
                 {

@@ -6,7 +6,7 @@
 #                                                      suite-il, aa-il: the same with reps interleaved in time
 #                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
 #                                                      placements-ab: golden runs alternating A (defaults) and B
-#                                                        (B_ARGS, default --input-placements 1), ROUNDS, FILTER
+#                                                        (B_ARGS, default --no-move-inputs), ROUNDS, FILTER
 #                                                      trace: every launch of every rep (launch_trace.py)
 #                                                      power: SM clock traces of ms-long cases (power_trace.py)
 #                                                      placement: time vs. per-launch buffer address (placement.py)
@@ -134,7 +134,7 @@ for step in "$@"; do
                     # round in ROUNDS ("1 2"; a later call can add "3"); A/A within each setting is compared after
       for rnd in ${ROUNDS:-1 2}; do
         for v in A B; do
-          args=""; [ $v = B ] && args=${B_ARGS:---input-placements 1}
+          args=""; [ $v = B ] && args=${B_ARGS:---no-move-inputs}
           stamp "run golden $v round $rnd start ($args)"
           # shellcheck disable=SC2086 # args is a list of options
           h run --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} \
@@ -143,12 +143,13 @@ for step in "$@"; do
         done
       done
       ;;
-    trace)  # every launch of every rep with its addresses, as `harness run` times them (launch_trace.py)
+    trace)  # every launch of every rep with its addresses, as `harness run` times them (launch_trace.py;
+            # TRACE_ARGS e.g. "--every 2 --warm", TRACE_PROCS names one process each, TRACE_FILTER)
       for proc in ${TRACE_PROCS:-1 2}; do
         stamp "launch trace $proc ${TRACE_ARGS:-}"
         # shellcheck disable=SC2086 # TRACE_ARGS is a list of options
         python3 benchmarks/gpu_validation/launch_trace.py --reps "${TRACE_REPS:-40}" --out "$R/trace-$proc.json" \
-          --placements "${TRACE_PLACEMENTS:-10}" ${TRACE_ARGS:-} \
+          ${TRACE_ARGS:-} \
           --filter "${TRACE_FILTER:-prequant.*/B16_M(256|512)_N8192|a16wfp4/B16_M256_N8192}" | tee "$R/trace-$proc.txt"
       done
       ;;
