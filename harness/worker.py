@@ -474,8 +474,8 @@ class Worker:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
         with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
         clock while the launches run (not during the idle gaps). With ``rehome``, every ``every`` launches the
-        inputs move (byte copies: memcpys, which the kernel list leaves out) and one untimed launch follows,
-        its own flush-delimited invocation, dropped from the samples."""
+        inputs move (byte copies: memcpys, which the kernel list leaves out); with ``warm`` one untimed launch
+        follows each move, its own flush-delimited invocation, dropped from the samples."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
