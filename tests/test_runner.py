@@ -80,11 +80,14 @@ def test_a_lost_gpu_context_fails_only_the_case_that_lost_it(tmp_path):
                 "--launches", "1", "--compile-jobs", "2")  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out).set_index("kernel")
-    assert df["status"].to_dict() == {
-        "user_kernels.py:lose_context": "runtime_error",
-        "user_kernels.py:after_lost": "ok",
-        "user_kernels.py:good": "ok",
+    st = df["status"].to_dict()
+    assert st.pop("user_kernels.py:lose_context") == "runtime_error"
+    # the other two were timed: one wallclock launch a rep on a busy 2-core CI machine may read "unstable"
+    assert {k: v in ("ok", "unstable") for k, v in st.items()} == {
+        "user_kernels.py:after_lost": True,
+        "user_kernels.py:good": True,
     }
+    assert (df.loc[["user_kernels.py:after_lost", "user_kernels.py:good"], "time_us"] > 0).all()
     err = df.loc["user_kernels.py:lose_context", "error"]
     assert "illegal memory access" in err and "GPU context lost (simulated)" in err and "fresh one" in err
 
