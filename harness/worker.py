@@ -356,23 +356,23 @@ class Worker:
                 op()
             self._sync()
             entry["est_us"] = (time.perf_counter() - t0) / 3 * 1e6
-        if n <= 0:  # auto: ~40 ms of kernel time per rep, 30..100 launches, fixed per case for all its reps
-            n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(entry["est_us"], 1.0))))
+        if n <= 0:  # fixed per case for all its reps: one estimate
+            n = auto_launches(entry["est_us"])
         idle_s = 0.0
-        if gap == "auto":  # twice the kernel's own time, at most 10 ms
-            idle_s = min(AUTO_GAP_FACTOR * entry["est_us"], AUTO_GAP_MAX_US) / 1e6
+        if gap == "auto":
+            idle_s = auto_idle_s(entry["est_us"])
         elif gap:
             idle_s = float(gap) / 1e3
         dev = self.nvml() if self.timing in ("cupti", "events") else None
         sampler = _telemetry().Sampler(dev) if dev is not None else _telemetry().NoSampler()
         # inputs moved before every launch, which is timed: on an H100 the first launch at a new place read the
-        # same as the next ones (launch_trace.py --no-warm), so no untimed launch after a move
+        # same as the next ones (launch_trace.py --every 2), so no untimed launch after a move
         every = 1 if rehome is not None else 0
         try:
             if self.timing == "cupti":
-                samples, dispatch = self._time_cupti(op, n, idle_s, sampler, rehome, every, warm=False)
+                samples, dispatch = self._time_cupti(op, n, idle_s, sampler, rehome, every)
             elif self.timing == "events":
-                samples, dispatch = self._time_events(op, n, sampler, rehome, every, warm=False), None
+                samples, dispatch = self._time_events(op, n, sampler, rehome, every), None
             elif self.timing == "rocprofv3":
                 samples, dispatch = self._time_markers(op, n, case), None
             else:
@@ -436,7 +436,7 @@ class Worker:
         sampler=None,  # noqa: ANN001
         rehome=None,  # noqa: ANN001
         every: int = 0,
-        warm: bool = True,
+        warm: bool = False,
     ) -> list[float]:
         torch = self.torch
         sampler = sampler or _telemetry().NoSampler()
@@ -469,7 +469,7 @@ class Worker:
         sampler=None,  # noqa: ANN001 - a gpu_telemetry.Sampler
         rehome=None,  # noqa: ANN001 - a zero-argument callable that moves the inputs
         every: int = 0,
-        warm: bool = True,
+        warm: bool = False,
     ) -> tuple[list[float], dict[str, float]]:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
         with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
@@ -526,6 +526,17 @@ class Worker:
         return []
 
 
+def auto_launches(est_us: float) -> int:
+    """Launches a rep for a kernel estimated at ``est_us`` (launch overhead included): about AUTO_REP_US of kernel
+    time, at least AUTO_MIN_LAUNCHES, at most 100."""
+    return int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est_us, 1.0))))
+
+
+def auto_idle_s(est_us: float) -> float:
+    """--launch-gap auto: seconds the GPU idles before each timed launch of a kernel estimated at ``est_us``."""
+    return min(AUTO_GAP_FACTOR * est_us, AUTO_GAP_MAX_US) / 1e6
+
+
 def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-argument callables
     """``launch`` preceded by a random-sized allocation (1…64 MiB, freed once the launch is queued), so the
     buffers the op allocates per launch (outputs, workspaces, a quantized copy of X) land at a different place
@@ -544,7 +555,7 @@ def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-
     return op
 
 
-def launch_plan(n: int, every: int = 0, warm: bool = True) -> list[tuple[bool, bool]]:
+def launch_plan(n: int, every: int = 0, warm: bool = False) -> list[tuple[bool, bool]]:
     """The launches of one rep in order, as (move the inputs first, timed): ``n`` timed ones; with ``every`` > 0
     the inputs move before each run of ``every``, and with ``warm`` an untimed launch follows each move (in case
     the first launch at a new place, walking page tables and missing TLBs, is not the steady state)."""

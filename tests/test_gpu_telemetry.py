@@ -158,12 +158,22 @@ def test_launch_plan_moves_inputs_before_runs_of_launches():
 
     assert launch_plan(4) == [(False, True)] * 4
     M, U, T = (True, False), (True, True), (False, True)  # move + untimed, move + timed, timed
-    assert launch_plan(5, 2) == [M, T, T, M, T, T, M, T]
-    assert launch_plan(5, 2, warm=False) == [U, T, U, T, U]
+    assert launch_plan(5, 2, warm=True) == [M, T, T, M, T, T, M, T]
+    assert launch_plan(5, 2) == [U, T, U, T, U]
     assert launch_plan(3, 1, warm=False) == [U, U, U]
     n, places = 10, 5
-    plan = launch_plan(n, -(-n // places))  # as Worker.time splits a rep
+    plan = launch_plan(n, -(-n // places), warm=True)
     assert sum(t for _, t in plan) == n and sum(m for m, _ in plan) == places
+
+
+def test_auto_launch_count_and_gap():
+    from harness.worker import AUTO_MIN_LAUNCHES, auto_idle_s, auto_launches
+
+    assert auto_launches(1.0) == 100  # tiny kernels: capped
+    assert auto_launches(1000.0) == 40  # ~40 ms of kernel time
+    assert auto_launches(6000.0) == AUTO_MIN_LAUNCHES == 30  # ms-long: the floor
+    assert auto_idle_s(1000.0) == 0.002  # twice the kernel's time
+    assert auto_idle_s(8000.0) == 0.010  # at most 10 ms
 
 
 def test_rehomed_inputs_keep_values_and_layout_at_a_new_aligned_place():

@@ -33,16 +33,7 @@ def main() -> None:
     import torch
 
     from harness.suite import load_suite, select
-    from harness.worker import (
-        AUTO_GAP_FACTOR,
-        AUTO_GAP_MAX_US,
-        AUTO_MIN_LAUNCHES,
-        AUTO_REP_US,
-        Worker,
-        launch_plan,
-        rehomed,
-        shuffled,
-    )
+    from harness.worker import Worker, auto_idle_s, auto_launches, launch_plan, rehomed, shuffled
     from kernels import batched_gemm_a8w8_prequant as pq
 
     xq_seen: list[int] = []
@@ -84,8 +75,7 @@ def main() -> None:
             op()
         torch.cuda.synchronize()
         est = (time.perf_counter() - t0) / 3 * 1e6
-        n = int(min(100, max(AUTO_MIN_LAUNCHES, AUTO_REP_US // max(est, 1.0))))
-        idle = min(AUTO_GAP_FACTOR * est, AUTO_GAP_MAX_US) / 1e6
+        n, idle = auto_launches(est), auto_idle_s(est)
         every = max(0, a.every)
         plan = launch_plan(n, every, a.warm)
         reps = []

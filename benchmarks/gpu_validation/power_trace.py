@@ -52,7 +52,7 @@ def main() -> None:
 
     from harness import gpu_telemetry as gt
     from harness.suite import load_suite, select
-    from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US, FLUSH_NAME, Worker, attribute_dispatches, kernel_events
+    from harness.worker import FLUSH_NAME, Worker, attribute_dispatches, auto_idle_s, kernel_events
 
     w = Worker(str(ROOT), "cupti", 0.6)
     dev = w.nvml()
@@ -102,9 +102,7 @@ def main() -> None:
     for rnd in range(a.rounds):
         for c, op, est_s in prepared:
             for mode in a.modes.split(","):
-                idle = {"b2b": 0.0, "10ms": 0.010, "auto": min(AUTO_GAP_FACTOR * est_s, AUTO_GAP_MAX_US / 1e6)}.get(
-                    mode, min(est_s, 0.001)
-                )
+                idle = {"b2b": 0.0, "10ms": 0.010, "auto": auto_idle_s(est_s * 1e6)}.get(mode, min(est_s, 0.001))
                 trace.clear()
                 start = time.perf_counter()
                 waited = 0.0
