@@ -17,7 +17,7 @@ from harness.errors import HarnessError
 app = typer.Typer(
     name="harness",
     help="Regression tracking for GPU kernels across Triton compiler stacks (golden vs top-of-tree).",
-    no_args_is_help=True,
+    no_args_is_help=False,
     pretty_exceptions_show_locals=False,  # locals may hold credentials
     add_completion=False,
 )
@@ -77,7 +77,7 @@ def compare(
         raise typer.Exit(1)
 
 
-env_app = typer.Typer(help="Environment specs: create a venv, show what a spec resolves to.", no_args_is_help=True)
+env_app = typer.Typer(help="Environment specs: create a venv, show what a spec resolves to.", no_args_is_help=False)
 app.add_typer(env_app, name="env")
 
 
@@ -222,12 +222,6 @@ def run(
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
     )
-    import signal
-
-    def _term(signum, frame):  # noqa: ANN001 - `timeout`/CI cancellation: unwind so the worker is killed too
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _term)
     con = stderr()
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -306,7 +300,9 @@ def report(
     print(f"wrote {index}")
 
 
-publish_app = typer.Typer(help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=True)
+publish_app = typer.Typer(
+    help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=False
+)
 app.add_typer(publish_app, name="publish")
 
 
@@ -364,27 +360,63 @@ def publish_sheets(
     print(f"published '{title} · summary' and '{title} · cases' to {url}")
 
 
-def main() -> None:
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `timeout`): unwinds like Ctrl-C, so workers are killed, but exits 143."""
+
+
+def _on_sigterm(signum, frame):  # noqa: ANN001
+    raise Terminated
+
+
+def _click_exceptions() -> tuple[type[BaseException], ...]:
+    """ClickException of every click that typer may raise: its bundled copy (typer >= 0.20) and click itself."""
+    import importlib
+
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(name).ClickException)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def _usage_line(err: BaseException) -> str:
+    """One line for a click usage error: its message and the command it concerns."""
+    ctx = getattr(err, "ctx", None)
+    where = (getattr(ctx, "command_path", "") if ctx is not None else "") or "harness"
+    msg = " ".join(err.format_message().split()) if hasattr(err, "format_message") else str(err)
+    if type(err).__name__ == "NoArgsIsHelpError" or not msg:
+        msg = "missing command"
+    return f"{where}: {msg} (see '{where} --help')"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Exit codes: 0 done; 1 a gated finding (--fail-on-regression, --fail-on-error); 2 bad input or usage;
+    130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Every error is one line on stderr, never a traceback."""
+    import signal
+
+    args = sys.argv[1:] if argv is None else argv
+    resumable = bool(args) and args[0] == "run"
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        rc = app(standalone_mode=False)  # click returns Exit's code instead of raising it here
+        rc = app(args=args, prog_name="harness", standalone_mode=False)
     except HarnessError as err:
         print(f"harness: error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
-    except typer.Abort:
-        print("harness: aborted", file=sys.stderr)
+    except Terminated:
+        print("harness: terminated" + (": rerun with --resume" if resumable else ""), file=sys.stderr)
+        sys.exit(143)
+    except (KeyboardInterrupt, typer.Abort):
+        print("harness: interrupted" + (": rerun with --resume" if resumable else ""), file=sys.stderr)
         sys.exit(130)
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as err:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            sys.exit(2)
-        raise
+    except _click_exceptions() as err:
+        print(f"harness: error: {_usage_line(err)}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -1,4 +1,4 @@
-"""The one error type for mistakes a user can make (bad files, bad options).
+"""The one error type for mistakes a user can make (bad files, bad options), and the helpers its messages use.
 
 Raised anywhere in library code, caught once in the CLI, printed as one line, exit code 2.
 Anything else that escapes is our bug and keeps its traceback.
@@ -6,8 +6,25 @@ Anything else that escapes is our bug and keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class HarnessError(Exception):
     """A user-caused error; ``str(err)`` is the one line shown to the user."""
 
     exit_code = 2
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'num_warps'?)`` when a choice is close to ``word`` (case-insensitive), else ``''``."""
+    options = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(options), n=1, cutoff=0.75)
+    return f" (did you mean '{options[close[0]]}'?)" if close else ""
+
+
+def unknown_key(where: str, key: str, known: Iterable[str], what: str = "key") -> HarnessError:
+    """``where: unknown key 'dtpye' (did you mean 'dtype'?)``; lists the known keys when none is close."""
+    known = sorted(known)
+    hint = did_you_mean(key, known) or f" (known: {', '.join(known)})"
+    return HarnessError(f"{where}: unknown {what} '{key}'{hint}")

@@ -1,0 +1,79 @@
+"""Output files that are never half-written and never written over an input.
+
+Every stage that writes a whole file (sidecars, compare CSV and metadata, markdown, reports) goes through
+:func:`atomic_write`: the bytes land in a temporary file beside the target, are fsync'ed, and replace it in one
+rename, so a reader (or a killed process) sees the old file or the new one, never a truncated mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from harness.errors import HarnessError
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on a clean exit it replaces ``path``, on an error it is removed."""
+    target = Path(path)
+    ensure_parent(target)
+    binary = "b" in mode
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise HarnessError(f"{target}: cannot write: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, mode, **({} if binary else {"encoding": encoding, "newline": ""})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    with atomic_write(path) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    with atomic_write(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def ensure_parent(path: Path) -> None:
+    """Create ``path``'s folder; a folder that cannot be made is one line naming it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise HarnessError(f"{path}: cannot create folder {path.parent}: {err.strerror}") from None
+    if not os.access(path.parent, os.W_OK):
+        raise HarnessError(f"{path}: folder {path.parent} is not writable")
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file (symlinks, ``./x`` vs ``x``, hard links), existing or not."""
+    pa, pb = Path(a), Path(b)
+    if pa.exists() and pb.exists():
+        return os.path.samefile(pa, pb)
+    return pa.resolve() == pb.resolve()
+
+
+def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None], inputs: list[str | os.PathLike[str]]) -> None:
+    """One line and exit 2 when an output option names one of the inputs (``--out golden.csv``)."""
+    for option, out in outputs.items():
+        if out is None:
+            continue
+        for src in inputs:
+            if same_file(out, src):
+                raise HarnessError(f"{option} {out} is the input {src}: refusing to overwrite it")
