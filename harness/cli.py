@@ -364,8 +364,25 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI job cancelled, `timeout`): unwinds like Ctrl-C, so workers are killed, but exits 143."""
 
 
-def _on_sigterm(signum, frame):  # noqa: ANN001
-    raise Terminated
+#: signals received, in order: typer returns 130 for any KeyboardInterrupt (older click raises Abort), so the
+#: exit code is decided from what arrived rather than from what typer makes of it
+_SIGNALS: list[int] = []
+
+
+def _on_signal(signum, frame):  # noqa: ANN001
+    import signal
+
+    _SIGNALS.append(signum)
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _exit_signalled(resumable: bool) -> None:
+    import signal
+
+    term = signal.SIGTERM in _SIGNALS
+    tail = ": rerun with --resume" if resumable else ""
+    print(f"harness: {'terminated' if term else 'interrupted'}{tail}", file=sys.stderr)
+    sys.exit(143 if term else 130)
 
 
 def _click_exceptions() -> tuple[type[BaseException], ...]:
@@ -398,7 +415,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     resumable = bool(args) and args[0] == "run"
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    _SIGNALS.clear()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         rc = app(args=args, prog_name="harness", standalone_mode=False)
     except HarnessError as err:
@@ -406,17 +424,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
-    except Terminated:
-        print("harness: terminated" + (": rerun with --resume" if resumable else ""), file=sys.stderr)
-        sys.exit(143)
     except (KeyboardInterrupt, typer.Abort):
-        print("harness: interrupted" + (": rerun with --resume" if resumable else ""), file=sys.stderr)
-        sys.exit(130)
+        _SIGNALS.append(signal.SIGINT)
+        _exit_signalled(resumable)
     except _click_exceptions() as err:
         print(f"harness: error: {_usage_line(err)}", file=sys.stderr)
         sys.exit(2)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if _SIGNALS:
+        _exit_signalled(resumable)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

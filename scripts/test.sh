@@ -13,4 +13,9 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
+# the oldest typer (and click) that pyproject.toml allows, for the CLI's exit-code tests
+if [ ! -x .venvs/typer-floor/bin/python ]; then
+  python3 -m venv --system-site-packages .venvs/typer-floor
+  .venvs/typer-floor/bin/python -m pip install -q --disable-pip-version-check "typer==0.12.5" "click==8.1.7"
+fi
 python3 -m pytest -q "$@"

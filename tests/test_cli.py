@@ -1,0 +1,123 @@
+"""Exit codes of the command line: usage errors are one line and exit 2 (with the typer/click that pip installs
+today and with the oldest typer that pyproject.toml allows), and a signalled run exits 130 / 143 with its results
+intact and resumable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.results import load_results
+from tests.conftest import DATA, ROOT
+
+#: the oldest typer (and its click) that pyproject.toml allows; the test command builds this venv
+FLOOR_VENV = ROOT / ".venvs" / "typer-floor"
+
+USAGE_ERRORS = [
+    ([], "Missing command"),
+    (["compare"], "Missing argument"),
+    (["compare", "a.csv"], "Missing argument"),
+    (["compare", "a.csv", "b.csv", "--bogus"], "No such option"),
+    (["compare", "a.csv", "b.csv", "--rel", "abc"], "--rel"),
+    (["run"], "Missing option"),
+    (["run", "--env", "x", "--suite", "y", "--out", "z", "--reps", "many"], "--reps"),
+    (["nosuchcommand"], "No such command"),
+    (["env"], "Missing command"),
+    (["env", "show"], "Missing argument"),
+    (["env", "frobnicate", "x"], "No such command"),
+    (["publish"], "Missing command"),
+    (["publish", "github", "c.csv"], "Missing option"),
+    (["report", "--title"], "requires an argument"),
+]
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("argv", "says"), USAGE_ERRORS, ids=[" ".join(a) or "(bare)" for a, _ in USAGE_ERRORS])
+def test_usage_errors_are_one_line_and_exit_2(argv, says, capsys):
+    with pytest.raises(SystemExit) as ex:
+        main(argv)
+    assert ex.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("harness: error: harness") and says in line
+    assert "--help" in line  # where to look next
+
+
+def test_help_is_not_an_error(capsys):
+    with pytest.raises(SystemExit) as ex:
+        main(["compare", "--help"])
+    assert ex.value.code == 0
+    assert "GOLDEN" in capsys.readouterr().out
+
+
+def test_bad_input_is_exit_2_not_1(tmp_path, capsys):
+    """1 means "regression found": a missing file must never look like one to a CI gate."""
+    with pytest.raises(SystemExit) as ex:
+        main(["compare", str(tmp_path / "nope.csv"), str(tmp_path / "nope2.csv")])
+    assert ex.value.code == 2
+    assert "no such file" in _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.skipif(not (FLOOR_VENV / "bin" / "python").exists(), reason="the test command builds .venvs/typer-floor")
+@pytest.mark.parametrize(("argv", "says"), USAGE_ERRORS[:8], ids=[" ".join(a) or "(bare)" for a, _ in USAGE_ERRORS[:8]])
+def test_usage_errors_with_the_oldest_typer_allowed(argv, says):
+    py = str(FLOOR_VENV / "bin" / "python")
+    version = subprocess.run(
+        [py, "-c", "import importlib.metadata as m; print(m.version('typer'))"], capture_output=True, text=True
+    )
+    floor = next(r for r in _pyproject_deps() if r.startswith("typer"))
+    assert f">={version.stdout.strip()}" in floor, (floor, version.stdout)  # the venv really is the floor
+    r = subprocess.run([py, "-m", "harness", *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert says in _one_line(r.stderr)
+
+
+def _pyproject_deps() -> list[str]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+
+
+def test_typer_is_pinned_between_tested_bounds():
+    typer_req = next(r for r in _pyproject_deps() if r.startswith("typer"))
+    assert ">=" in typer_req and "<" in typer_req.replace("<=", "<"), typer_req
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_a_signalled_run_exits_with_the_signal_code_and_resumes(tmp_path, sig, code, word):
+    out = tmp_path / "slow.csv"
+    env = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "harness", "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml"]
+    args += ["--out", out, "--launches", "1"]
+    p = subprocess.Popen(
+        list(map(str, args)), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    journal = Path(f"{out}.journal.jsonl")
+    deadline = time.time() + 240
+    while time.time() < deadline and not (journal.exists() and '"kind": "rep"' in journal.read_text()):
+        time.sleep(0.2)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == code, err
+    assert err.strip().splitlines()[-1] == f"harness: {word}: rerun with --resume"
+    assert "Traceback" not in err
+    r = subprocess.run(
+        list(map(str, [*args, "--resume"])), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(load_results(out)["M"].astype(int)) == [16, 17, 18, 19, 20, 21]
