@@ -350,6 +350,7 @@ def run_interleaved(
     opts: RunOptions,
     progress: Callable[[int, str, int, int], None] | None = None,
     suite_name: str = "",
+    warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, int]]:
     """Measure the same cases under several envs with their reps interleaved in time.
 
@@ -381,6 +382,9 @@ def run_interleaved(
     try:
         for i in range(len(gens)):  # phase 1 of each env, up to its first timing request
             advance(i)
+        same = same_triton([(spec, _sidecar_triton(out)) for spec, out in runs])
+        if same:
+            (warn or _warn_stderr)(same)
         while any(p is not None for p in paused):
             rnd = min(p[0] for p in paused if p is not None)
             order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
@@ -627,6 +631,35 @@ def run_steps(
             meta.setdefault("gpu", {})["after"] = gpu_state()
             side.write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return counts
+
+
+def _warn_stderr(message: str) -> None:
+    import sys
+
+    print(f"WARNING: {message}", file=sys.stderr, flush=True)
+
+
+def _sidecar_triton(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads(sidecar_path(out).read_text()).get("triton") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def same_triton(runs: list[tuple[EnvSpec, dict[str, Any]]]) -> str | None:
+    """The warning for two different env specs whose workers imported the same Triton (version and folder):
+    the run would compare a stack with itself. The same spec twice is an A/A on purpose."""
+    for i, (a, ta) in enumerate(runs):
+        for b, tb in runs[i + 1 :]:
+            if a.path == b.path or not ta.get("version") or not ta.get("path"):
+                continue
+            if (ta["version"], ta["path"]) == (tb.get("version"), tb.get("path")):
+                return (
+                    f"envs {a.name} ({a.path}) and {b.name} ({b.path}) both run Triton {ta['version']} from "
+                    f"{ta['path']}: this run compares a stack with itself (an unset overlay or a venv that "
+                    "falls back to the base Triton?)"
+                )
+    return None
 
 
 def _read_traces(dirs: list[Path], n: int) -> tuple[dict[tuple[int, int], tuple | str], list[str]]:
