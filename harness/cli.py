@@ -83,22 +83,32 @@ app.add_typer(env_app, name="env")
 
 @env_app.command("create")
 def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
-    """Create the spec's venv (uv when present, else venv + pip) and install its requirements."""
+    """Create the spec's venv (uv when present, else venv + pip), install its requirements, check its pins and
+    record the install; an existing venv is verified and completed, not rebuilt."""
     from harness.envspec import create_env, load_env_spec
     from harness.terminal import stderr
 
-    py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m))
+    py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m, markup=False))
     print(py)
 
 
 @env_app.command("show")
 def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
-    """Print what a spec resolves to: interpreter, overlay, knobs, timing, Triton cache."""
+    """Print what a spec resolves to (variables expanded): interpreter, overlay, knobs, timing, Triton cache, and
+    the Triton and torch that interpreter really imports (version and path). A spec that cannot run exits 2."""
     import json
 
-    from harness.envspec import load_env_spec
+    from harness.envspec import check_venv, load_env_spec, probe
 
-    print(json.dumps(load_env_spec(spec).summary(), indent=2))
+    s = load_env_spec(spec)
+    check_venv(s)
+    info = probe(s)
+    print(
+        json.dumps(
+            {**s.summary(), "python_version": info.get("version"), **{k: info[k] for k in ("triton", "torch")}},
+            indent=2,
+        )
+    )
 
 
 def _launch_gap(value: str | None) -> str | None:
@@ -192,7 +202,7 @@ def run(
         TimeRemainingColumn,
     )
 
-    from harness.envspec import TIMINGS, load_env_spec
+    from harness.envspec import TIMINGS, check_venv, load_env_spec
     from harness.runner import RunOptions, default_compile_jobs, run_interleaved, run_suite
     from harness.suite import load_suite, select
     from harness.terminal import stderr
@@ -206,6 +216,8 @@ def run(
     if len(with_env) != len(with_out):
         raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
     others = [(load_env_spec(e), o) for e, o in zip(with_env, with_out)]
+    for each in [spec, *(o for o, _ in others)]:
+        check_venv(each)  # a venv whose pins did not install would run whatever Triton it finds
     cases = select(load_suite(suite), kernel, filter_)
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
@@ -247,7 +259,14 @@ def run(
             def progress2(i: int, label: str, done: int, total: int) -> None:
                 bar.update(tasks[i], completed=done, total=total, case=label[:48])
 
-            all_counts = run_interleaved(runs, cases, opts, progress=progress2, suite_name=str(suite))
+            all_counts = run_interleaved(
+                runs,
+                cases,
+                opts,
+                progress=progress2,
+                suite_name=str(suite),
+                warn=lambda m: con.print(f"WARNING: {m}", style="bold red", markup=False, highlight=False),
+            )
     for (_, o), counts in zip(runs, all_counts):
         con.print(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"

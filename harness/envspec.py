@@ -7,49 +7,57 @@
       system_site_packages: true     # reuse the base torch
       requirements: ["triton==3.9.0"]  # pins, wheel files, git refs: anything pip accepts
       index_url: null
+      base_python: null              # the interpreter the venv is made from (default: the harness's)
     pythonpath: ["${TOT_TRITON}"]    # overlay ahead of site-packages (offline nodes: an unpacked wheel)
     env: {TRITON_DEFAULT_FP_FUSION: "1", TRITON_HIP_USE_ASYNC_COPY: "1"}
     timing: auto                     # auto | cupti | rocprofv3 | events | wallclock
     cache_dir: null                  # TRITON_CACHE_DIR; default .harness/cache/<name>, one per env
 
-``${VAR}`` and ``~`` are expanded in paths and values, so one file serves several machines.
+The schema (types, known keys) and variable expansion are in :mod:`harness.envschema`: ``${VAR}`` must be set,
+``${VAR:-default}`` may not be; both are expanded when the spec is loaded, so one file serves several machines
+and what ``harness env show`` prints is what runs.
+
+A venv is used only when its pins are installed: ``harness env create`` writes :data:`MARKER` into the venv after
+a successful install, and :func:`check_venv` (run, env show) refuses a venv without it, made for other
+requirements, or whose ``name==version`` pins are not the installed versions.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.envschema import TIMINGS, check_spec, pins, same_version
 from harness.errors import HarnessError
+from harness.fsutil import write_text
 
-TIMINGS = ("auto", "cupti", "rocprofv3", "events", "wallclock")
+__all__ = ["TIMINGS", "PINNED", "MARKER", "EnvSpec", "load_env_spec", "create_env", "check_venv", "probe"]
+
 #: pinned for every env unless the spec says otherwise: Triton 3.9 warns that its FP-fusion default changes,
 #: and a golden/TOT comparison must not measure that by accident
 PINNED = {"TRITON_DEFAULT_FP_FUSION": "1"}
-
-
-def expand(value: str) -> str:
-    """``${VAR}`` and ``~`` expanded; a variable that is not set expands to nothing (not to itself)."""
-    import re
-
-    v = os.path.expandvars(os.path.expanduser(value))
-    return re.sub(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*", "", v)
+#: written into a venv by `harness env create` once its requirements are installed and its pins verified
+MARKER = ".harness-env.json"
 
 
 @dataclass
 class EnvSpec:
+    """A loaded spec; every value already checked and expanded (see :mod:`harness.envschema`)."""
+
     name: str
     path: Path  # the YAML file
     python: str | None = None
     venv: dict[str, Any] | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str | None] = field(default_factory=dict)
     pythonpath: list[str] = field(default_factory=list)
     timing: str = "auto"
     cache_dir: str | None = None
@@ -59,14 +67,17 @@ class EnvSpec:
         return self.path.parent.parent if self.path.parent.name == "envs" else self.path.parent
 
     def _abs(self, p: str) -> Path:
-        q = Path(expand(p))
+        q = Path(p)
         return q if q.is_absolute() else (self.root / q)
 
+    def venv_dir(self) -> Path | None:
+        return self._abs(self.venv["path"]) if self.venv else None
+
     def interpreter(self) -> str:
-        if self.venv:
-            vp = self._abs(self.venv["path"])
+        vp = self.venv_dir()
+        if vp is not None:
             return str(vp / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
-        py = expand(self.python or "") or "python3"
+        py = self.python or "python3"
         found = shutil.which(py) if not os.path.isabs(py) else py
         return found or py
 
@@ -77,14 +88,12 @@ class EnvSpec:
         """The worker's environment: the caller's, the pinned knobs, the spec's variables and overlay."""
         env = dict(os.environ if base is None else base)
         env.update(PINNED)
-        env.update({k: expand(str(v)) for k, v in self.env.items()})
+        env.update({k: v for k, v in self.env.items() if v is not None})
         overlay = []
         for raw in self.pythonpath:
-            if not expand(raw).strip():
-                continue
             path = str(self._abs(raw))
             if not Path(path).exists():  # else the worker silently imports site-packages' Triton instead
-                raise HarnessError(f"{self.path}: pythonpath entry {path} ({raw}) does not exist")
+                raise HarnessError(f"{self.path}: pythonpath entry {path} does not exist")
             overlay.append(path)
         if overlay:
             env["PYTHONPATH"] = os.pathsep.join(overlay + [p for p in [env.get("PYTHONPATH", "")] if p])
@@ -99,14 +108,15 @@ class EnvSpec:
             "file": str(self.path),
             "python": self.interpreter(),
             "venv": self.venv,
-            "pythonpath": self.pythonpath,
-            "env": {**PINNED, **self.env},
+            "pythonpath": [str(self._abs(p)) for p in self.pythonpath],
+            "env": {**PINNED, **{k: v for k, v in self.env.items() if v is not None}},
             "timing": self.timing,
             "triton_cache_dir": str(self.triton_cache()),
         }
 
 
-def load_env_spec(path: str | os.PathLike[str]) -> EnvSpec:
+def load_env_spec(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> EnvSpec:
+    """Read, check and expand a spec (a file, or NAME for envs/NAME.yaml) against ``environ`` (default: ours)."""
     p = Path(path)
     if not p.is_file():
         alt = Path("envs") / f"{path}.yaml"
@@ -115,61 +125,113 @@ def load_env_spec(path: str | os.PathLike[str]) -> EnvSpec:
         else:
             raise HarnessError(f"{p}: no such env spec (give a file, or a name from envs/)")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise HarnessError(f"{p}: not valid YAML: {getattr(err, 'problem', err)}") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"{p}: expected a mapping")
-    unknown = set(data) - {"name", "python", "venv", "env", "pythonpath", "timing", "cache_dir", "description"}
-    if unknown:
-        raise HarnessError(f"{p}: unknown key '{sorted(unknown)[0]}'")
-    if data.get("python") and data.get("venv"):
-        raise HarnessError(f"{p}: give either 'python' or 'venv', not both")
-    venv = data.get("venv")
-    if venv is not None and (not isinstance(venv, dict) or "path" not in venv):
-        raise HarnessError(f"{p}: venv: expected a mapping with at least 'path'")
-    timing = str(data.get("timing", "auto"))
-    if timing not in TIMINGS:
-        raise HarnessError(f"{p}: timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
-    env = data.get("env") or {}
-    if not isinstance(env, dict):
-        raise HarnessError(f"{p}: env: expected a mapping of variable -> value")
-    pp = data.get("pythonpath") or []
-    return EnvSpec(
-        name=str(data.get("name") or p.stem),
-        path=p.resolve(),
-        python=data.get("python"),
-        venv=venv,
-        env={str(k): str(v) for k, v in env.items() if v is not None},
-        pythonpath=[str(x) for x in pp],
-        timing=timing,
-        cache_dir=data.get("cache_dir"),
+        raise HarnessError(
+            f"{p}: not valid YAML: {str(getattr(err, 'problem', None) or err).splitlines()[0]}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{p}: cannot read: {err}") from None
+    except RecursionError:
+        raise HarnessError(f"{p}: not valid YAML: nested too deeply") from None
+    fields = check_spec(data, str(p), p.stem, os.environ if environ is None else environ)
+    return EnvSpec(path=p.resolve(), **fields)
+
+
+def _hint(spec: EnvSpec) -> str:
+    return f"run `harness env create {spec.path}`"
+
+
+def _read_marker(vp: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((vp / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _installed(py: str, names: list[str], env: dict[str, str]) -> dict[str, str | None]:
+    """{name: installed version or None}, asked of the venv's own Python (what its worker will import)."""
+    script = (
+        "import json, sys\nfrom importlib import metadata\nout = {}\nfor n in sys.argv[1:]:\n"
+        "    try:\n        out[n] = metadata.version(n)\n    except metadata.PackageNotFoundError:\n"
+        "        out[n] = None\nprint(json.dumps(out))\n"
     )
+    try:
+        r = subprocess.run([py, "-c", script, *names], capture_output=True, text=True, env=env, timeout=120)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
+        raise HarnessError(f"{py}: cannot ask it for its installed versions: {err}") from None
+
+
+def _check_pins(spec: EnvSpec, requirements: list[str]) -> None:
+    want = pins(requirements)
+    if not want:
+        return
+    got = _installed(spec.interpreter(), sorted(want), spec.environ())
+    for name, version in sorted(want.items()):
+        have = got.get(name)
+        if have is None or not same_version(have, version):
+            found = "is not installed" if have is None else f"is {have}"
+            raise HarnessError(
+                f"{spec.path}: venv {spec.venv_dir()}: {name} {found} but the spec pins {name}=={version}: "
+                + _hint(spec)
+            )
+
+
+def _record(spec: EnvSpec) -> dict[str, Any]:
+    assert spec.venv is not None
+    return {"requirements": spec.venv["requirements"], "index_url": spec.venv["index_url"]}
+
+
+def check_venv(spec: EnvSpec) -> None:
+    """Refuse (one line) a venv that does not exist, was not completed by `harness env create`, was made for
+    other requirements, or whose pins are not what is installed. Specs without a venv pass."""
+    vp = spec.venv_dir()
+    if vp is None:
+        return
+    if not Path(spec.interpreter()).exists():
+        raise HarnessError(f"{spec.path}: venv {vp} does not exist: " + _hint(spec))
+    done = _read_marker(vp)
+    if done is None:
+        raise HarnessError(
+            f"{spec.path}: venv {vp} has no record of a completed install ({MARKER}; its install failed, or it "
+            "predates the record): " + _hint(spec)
+        )
+    if done != _record(spec):
+        raise HarnessError(
+            f"{spec.path}: venv {vp} was installed with {done.get('requirements')} (index {done.get('index_url')}) "
+            f"but the spec asks for {spec.venv['requirements']} (index {spec.venv['index_url']}): " + _hint(spec)
+        )
+    _check_pins(spec, spec.venv["requirements"])
 
 
 def create_env(spec: EnvSpec, log=print) -> str:
-    """Create the spec's venv if it has one (idempotent); return the interpreter path."""
+    """Create the spec's venv if it has none yet, install its requirements (again: an existing venv is verified,
+    not rebuilt), check its pins and record the install in :data:`MARKER`; return the interpreter path."""
     if not spec.venv:
         py = spec.interpreter()
         if not shutil.which(py) and not Path(py).exists():
             raise HarnessError(f"{spec.path}: python {py!r} not found")
         return py
-    vp = spec._abs(spec.venv["path"])
+    vp = spec.venv_dir()
+    assert vp is not None
     py = spec.interpreter()
-    reqs = [os.path.expandvars(r) for r in spec.venv.get("requirements", [])]
-    site = bool(spec.venv.get("system_site_packages", True))
+    reqs = spec.venv["requirements"]
+    site = spec.venv["system_site_packages"]
     uv = shutil.which("uv")
     if not Path(py).exists():
         log(f"creating {vp} ({'uv' if uv else 'venv'})")
-        base = os.path.expandvars(spec.venv.get("base_python") or sys.executable)
+        base = spec.venv["base_python"] or sys.executable
         cmd = (
             [uv, "venv", "--python", base, str(vp)] + (["--system-site-packages"] if site else [])
             if uv
             else [base, "-m", "venv", str(vp)] + (["--system-site-packages"] if site else [])
         )
         _check(cmd, spec)
+    (vp / MARKER).unlink(missing_ok=True)  # a failed install below must not leave an old record standing
     if reqs:
-        idx = spec.venv.get("index_url")
+        idx = spec.venv["index_url"]
         if uv:
             cmd = [uv, "pip", "install", "--python", py, *reqs] + (["--index-url", idx] if idx else [])
         else:
@@ -177,11 +239,47 @@ def create_env(spec: EnvSpec, log=print) -> str:
             cmd += ["--index-url", idx] if idx else []
         log(f"installing {' '.join(reqs)} into {vp}")
         _check(cmd, spec)
+    _check_pins(spec, reqs)
+    write_text(vp / MARKER, json.dumps(_record(spec), indent=2) + "\n")
     return py
 
 
 def _check(cmd: list[str], spec: EnvSpec) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as err:
+        raise HarnessError(f"{spec.path}: `{' '.join(cmd[:4])} ...` cannot run: {err}") from None
     if r.returncode:
         last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["(no output)"]
         raise HarnessError(f"{spec.path}: `{' '.join(cmd[:4])} ...` failed: {last[0]}")
+
+
+_PROBE = r"""
+import json, os, sys
+out = {"executable": sys.executable, "version": sys.version.split()[0]}
+for mod in ("triton", "torch"):
+    try:
+        m = __import__(mod)
+        out[mod] = {"version": getattr(m, "__version__", "?"), "path": os.path.dirname(m.__file__)}
+    except Exception as err:
+        out[mod] = {"error": f"{type(err).__name__}: {err}".splitlines()[0]}
+print(json.dumps(out))
+"""
+
+
+def probe(spec: EnvSpec, timeout: float = 300) -> dict[str, Any]:
+    """Run the spec's interpreter with its environment and overlay: {executable, version, triton: {version, path},
+    torch: {...}}. An interpreter that does not run, or a Triton or torch it cannot import, is one HarnessError."""
+    py = spec.interpreter()
+    try:
+        r = subprocess.run([py, "-c", _PROBE], capture_output=True, text=True, env=spec.environ(), timeout=timeout)
+        info = json.loads(r.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise HarnessError(f"{spec.path}: python {py} cannot run: {err}") from None
+    except (ValueError, IndexError):
+        why = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1]
+        raise HarnessError(f"{spec.path}: python {py} did not answer: {why}") from None
+    for mod in ("triton", "torch"):
+        if "error" in info.get(mod, {}):
+            raise HarnessError(f"{spec.path}: {mod} is not importable in {py}: {info[mod]['error']}")
+    return info

@@ -350,6 +350,7 @@ def run_interleaved(
     opts: RunOptions,
     progress: Callable[[int, str, int, int], None] | None = None,
     suite_name: str = "",
+    warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, int]]:
     """Measure the same cases under several envs with their reps interleaved in time.
 
@@ -381,6 +382,9 @@ def run_interleaved(
     try:
         for i in range(len(gens)):  # phase 1 of each env, up to its first timing request
             advance(i)
+        same = same_triton([(spec, _sidecar_triton(out)) for spec, out in runs])
+        if same:
+            (warn or _warn_stderr)(same)
         while any(p is not None for p in paused):
             rnd = min(p[0] for p in paused if p is not None)
             order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
@@ -596,19 +600,12 @@ def run_steps(
                 if worker is not None:
                     worker.close()
                     worker = None
-                found = _read_traces(trace_dirs, n)
+                found, trace_errors = _read_traces(trace_dirs, n)
                 for st in traced:
                     got = found.get((st.case["index"], rnd - 1))
-                    if got is None:
-                        finish(
-                            st,
-                            _row(
-                                st,
-                                "runtime_error",
-                                error="rocprofv3: no marker-delimited record for this rep",
-                                timing=timing,
-                            ),
-                        )
+                    if not isinstance(got, tuple):
+                        why = got or (trace_errors[0] if trace_errors else "no marker-delimited record for this rep")
+                        finish(st, _row(st, "runtime_error", error=f"rocprofv3: {why}", timing=timing))
                         continue
                     t = sorted(got[0])[len(got[0]) // 2]
                     journal.add({"kind": "rep", "key": st.key, "time_us": t, "dispatch_us": got[1]})
@@ -636,14 +633,52 @@ def run_steps(
     return counts
 
 
-def _read_traces(dirs: list[Path], n: int) -> dict[tuple[int, int], tuple]:
+def _warn_stderr(message: str) -> None:
+    import sys
+
+    print(f"WARNING: {message}", file=sys.stderr, flush=True)
+
+
+def _sidecar_triton(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads(sidecar_path(out).read_text()).get("triton") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def same_triton(runs: list[tuple[EnvSpec, dict[str, Any]]]) -> str | None:
+    """The warning for two different env specs whose workers imported the same Triton (version and folder):
+    the run would compare a stack with itself. The same spec twice is an A/A on purpose."""
+    for i, (a, ta) in enumerate(runs):
+        for b, tb in runs[i + 1 :]:
+            if a.path == b.path or not ta.get("version") or not ta.get("path"):
+                continue
+            if (ta["version"], ta["path"]) == (tb.get("version"), tb.get("path")):
+                return (
+                    f"envs {a.name} ({a.path}) and {b.name} ({b.path}) both run Triton {ta['version']} from "
+                    f"{ta['path']}: this run compares a stack with itself (an unset overlay or a venv that "
+                    "falls back to the base Triton?)"
+                )
+    return None
+
+
+def _read_traces(dirs: list[Path], n: int) -> tuple[dict[tuple[int, int], tuple | str], list[str]]:
+    """{(case index, rep): (times, per-dispatch) or why that rep's window is unusable} from the traces of
+    ``dirs``, and why a trace could not be read (one line each): a bad trace or window fails only the reps it
+    held, not the run."""
     from harness.rocprof import parse_kernel_trace, rep_times
 
-    found: dict[tuple[int, int], tuple] = {}
+    found: dict[tuple[int, int], tuple | str] = {}
+    errors: list[str] = []
     for d in dirs:
         for f in sorted(d.rglob("*kernel_trace.csv")):
-            found.update(rep_times(parse_kernel_trace(f.read_text(errors="replace"), str(f)), n))
-    return found
+            problems: dict[tuple[int, int], str] = {}
+            try:
+                found.update(rep_times(parse_kernel_trace(f.read_text(errors="replace"), str(f)), n, problems=problems))
+            except (OSError, HarnessError) as err:
+                errors.append(str(err) if isinstance(err, HarnessError) else f"{f}: unreadable: {err}")
+            found.update({k: f"{f}: {why}" for k, why in problems.items()})
+    return found, errors
 
 
 def _resolve_timing(timing: str, info: dict[str, Any]) -> str:
@@ -664,4 +699,5 @@ def _rocprof_wrap(timing: str, log_dir: Path) -> list[str] | None:
     if not exe:
         raise HarnessError("timing rocprofv3: rocprofv3 is not on PATH")
     d = Path(tempfile.mkdtemp(prefix="rocprof-", dir=log_dir))
-    return [exe, "--kernel-trace", "-f", "csv", "-d", str(d), "-o", "trace", "--"]
+    # --output-format: ROCm 6.2's rocprofv3 rejects the short -f; the long form works in every version
+    return [exe, "--kernel-trace", "--output-format", "csv", "-d", str(d), "-o", "trace", "--"]

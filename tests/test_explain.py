@@ -164,11 +164,10 @@ print(json.dumps(worker.dump_compiled(k, sys.argv[1])))
 
 
 def _pythons() -> dict[str, str]:
-    out = {"golden": sys.executable}
-    tot = ROOT / ".venvs" / "tot" / "bin" / "python"
-    if tot.exists():
-        out["tot"] = str(tot)
-    return out
+    """The two stacks the test command builds (.venvs/golden: Triton 3.6.0, .venvs/tot: 3.9.0), never the base
+    interpreter, whose Triton is whatever `triton>=3.4` installed on this machine."""
+    found = {side: ROOT / ".venvs" / side / "bin" / "python" for side in ("golden", "tot")}
+    return {side: str(py) for side, py in found.items() if py.exists()}
 
 
 def test_capture_from_real_compilations_under_both_tritons(tmp_path):
@@ -176,7 +175,7 @@ def test_capture_from_real_compilations_under_both_tritons(tmp_path):
     installed Triton and store it as the worker does; then explain the pair."""
     pythons = _pythons()
     if len(pythons) < 2:
-        pytest.skip("needs .venvs/tot (made by the test command): Triton 3.9.0 beside the installed 3.6.0")
+        pytest.skip("needs .venvs/golden and .venvs/tot (made by the test command): Triton 3.6.0 and 3.9.0")
     script = tmp_path / "aot.py"
     script.write_text(AOT)
     kernels = {}

@@ -1,0 +1,209 @@
+"""The env-spec schema: which keys an env spec (envs/*.yaml) may have, their types, and variable expansion.
+
+Pure: a parsed YAML document and an environment in, checked and expanded values out. Every mistake is one
+:class:`HarnessError` naming the file, the key and what is wrong, so it is refused before anything runs.
+
+Variables, in every value that names an interpreter, a path, a requirement or an environment variable's value:
+
+- ``${VAR}`` / ``$VAR`` must be set. An unset one is an error, never an empty string: an overlay path that
+  silently became nothing would run the same Triton under both "stacks".
+- ``${VAR:-default}``: the default when VAR is unset or empty; ``${VAR-default}``: only when unset (shell
+  rules; the default may itself use ``$OTHER``, but not braces).
+- ``$$`` is a literal ``$``; ``~`` at the start of a path is the home folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from harness.errors import HarnessError, did_you_mean, unknown_key
+
+TIMINGS = ("auto", "cupti", "rocprofv3", "events", "wallclock")
+TOP_KEYS = ("name", "description", "python", "venv", "pythonpath", "env", "timing", "cache_dir")
+VENV_KEYS = ("path", "system_site_packages", "requirements", "index_url", "base_python")
+
+_REF = re.compile(r"\$(?:(?P<dollar>\$)|\{(?P<braced>[^}]*)(?P<close>\}?)|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+_BRACED = re.compile(r"(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>.*))?", re.S)
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def expand(value: str, where: str, environ: Mapping[str, str]) -> str:
+    """``value`` with its variables substituted (see the module docstring); unset ones raise, naming ``where``."""
+
+    def one(m: re.Match[str]) -> str:
+        if m["dollar"]:
+            return "$"
+        if m["bare"]:
+            var, op, default = m["bare"], None, ""
+        else:
+            b = _BRACED.fullmatch(m["braced"])
+            if not m["close"] or b is None:
+                raise HarnessError(
+                    f"{where}: malformed variable reference '{m[0]}' (write ${{NAME}}, ${{NAME:-default}} or $$)"
+                )
+            var, op, default = b["var"], b["op"], b["default"] or ""
+        val = environ.get(var)
+        if (op == ":-" and not val) or (op == "-" and val is None):
+            return expand(default, where, environ)
+        if val is None:
+            raise HarnessError(f"{where}: ${{{var}}} is not set (export it, or give a default: ${{{var}:-...}})")
+        return val
+
+    return _REF.sub(one, value)
+
+
+def kind(value: Any) -> str:
+    """How a YAML value reads to a user: 'a number', 'a list', ..."""
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "nothing (null)"
+    for types, name in ((str, "a string"), ((int, float), "a number"), (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, types):
+            return name
+    return f"a {type(value).__name__}"
+
+
+def _one_line(text: str) -> bool:
+    """No control characters (NUL, CR, ...) nor line breaks: nothing a path, a command or an error line can hold."""
+    return not any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
+
+
+def _key(key: Any) -> str:
+    return str(key) if isinstance(key, str) and _one_line(key) else repr(key).strip("'\"")
+
+
+def _text(value: Any, where: str, *, path: bool, environ: Mapping[str, str], empty_ok: bool = False) -> str:
+    if not isinstance(value, str):
+        shown = repr(value) if isinstance(value, (bool, int, float)) else kind(value)
+        raise HarnessError(f"{where}: expected a string, got {shown} ({kind(value)}); quote it if you meant the text")
+    if not _one_line(value):
+        raise HarnessError(f"{where}: contains a control character or line break: {value!r}")
+    out = expand(value, where, environ)
+    if path:
+        out = os.path.expanduser(out)
+    if not out.strip() and not empty_ok:
+        raise HarnessError(f"{where}: is empty" + (f" (after expanding {value!r})" if value else ""))
+    return out
+
+
+def _text_list(value: Any, where: str, *, path: bool, environ: Mapping[str, str]) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        hint = f": write [{json.dumps(value)}]" if isinstance(value, str) else ""
+        raise HarnessError(f"{where}: expected a list of strings, got {kind(value)}{hint}")
+    return [_text(v, f"{where}[{i}]", path=path, environ=environ) for i, v in enumerate(value)]
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise HarnessError(f"{where}: expected true or false, got {kind(value)}")
+    return value
+
+
+def _mapping(value: Any, where: str, known: tuple[str, ...], what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise HarnessError(f"{where}: expected a mapping ({what}), got {kind(value)}")
+    for k in value:
+        if not isinstance(k, str) or k not in known:
+            raise unknown_key(where, _key(k), known)
+    return value
+
+
+def _env_vars(value: Any, where: str, environ: Mapping[str, str]) -> dict[str, str | None]:
+    """``env:``: variable -> scalar value (null: the spec does not set it). true/false is refused: Triton's knobs
+    read "1"/"0", and YAML's ``true`` would arrive as the string "True"."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise HarnessError(f"{where}: expected a mapping of variable -> value, got {kind(value)}")
+    out: dict[str, str | None] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not _VAR_NAME.fullmatch(k):
+            raise HarnessError(f"{where}: {k!r} is not a variable name (letters, digits, _)")
+        at = f"{where}: {k}"
+        if v is None:
+            out[k] = None
+        elif isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise HarnessError(f'{at}: expected a string or a number, got {kind(v)} (quote it: "1", "0")')
+        else:
+            out[k] = _text(str(v), at, path=False, environ=environ, empty_ok=True)
+    return out
+
+
+def _venv(value: Any, where: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    v = _mapping(value, where, VENV_KEYS, "path, requirements, ...")
+    if "path" not in v:
+        raise HarnessError(f"{where}: missing key 'path' (the venv's folder)")
+
+    def opt(key: str, path: bool) -> str | None:
+        return None if v.get(key) is None else _text(v[key], f"{where}: {key}", path=path, environ=environ)
+
+    return {
+        "path": _text(v["path"], f"{where}: path", path=True, environ=environ),
+        "system_site_packages": _bool(v.get("system_site_packages", True), f"{where}: system_site_packages"),
+        "requirements": _text_list(v.get("requirements"), f"{where}: requirements", path=False, environ=environ),
+        "index_url": opt("index_url", False),
+        "base_python": opt("base_python", True),
+    }
+
+
+def check_spec(data: Any, where: str, stem: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The spec document ``data`` (from the file ``where``) checked and expanded: the keys of
+    :class:`harness.envspec.EnvSpec`. ``stem`` is the default name."""
+    spec = _mapping({} if data is None else data, where, TOP_KEYS, "name, python, venv, ...")
+    if spec.get("python") is not None and spec.get("venv") is not None:
+        raise HarnessError(f"{where}: give either 'python' or 'venv', not both")
+    name = spec.get("name")
+    if name is None:
+        name = stem
+    elif not isinstance(name, str) or not _SPEC_NAME.fullmatch(name):
+        raise HarnessError(
+            f"{where}: name: expected a name of letters, digits, '.', '_', '-' (it names the Triton cache folder), "
+            f"got {name!r}"
+        )
+    if spec.get("description") is not None and not isinstance(spec["description"], str):
+        raise HarnessError(f"{where}: description: expected a string, got {kind(spec['description'])}")
+    timing = spec.get("timing", "auto")
+    if not isinstance(timing, str) or timing not in TIMINGS:
+        hint = did_you_mean(timing, TIMINGS) if isinstance(timing, str) else ""
+        raise HarnessError(f"{where}: timing: expected one of {', '.join(TIMINGS)}, got {timing!r}{hint}")
+
+    def opt_path(key: str) -> str | None:
+        return None if spec.get(key) is None else _text(spec[key], f"{where}: {key}", path=True, environ=environ)
+
+    return {
+        "name": name,
+        "python": opt_path("python"),
+        "venv": None if spec.get("venv") is None else _venv(spec["venv"], f"{where}: venv", environ),
+        "env": _env_vars(spec.get("env"), f"{where}: env", environ),
+        "pythonpath": _text_list(spec.get("pythonpath"), f"{where}: pythonpath", path=True, environ=environ),
+        "timing": timing,
+        "cache_dir": opt_path("cache_dir"),
+    }
+
+
+_PIN = re.compile(r"\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*(?P<version>[A-Za-z0-9.+!_-]+)\s*")
+
+
+def pins(requirements: list[str]) -> dict[str, str]:
+    """{distribution: version} of the exact ``name==version`` pins (wheels, ranges, git refs: not checked)."""
+    return {m["name"]: m["version"] for r in requirements if (m := _PIN.fullmatch(r))}
+
+
+def same_version(a: str, b: str) -> bool:
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # packaging is not a dependency of ours: exact text then
+        return a == b
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
