@@ -143,3 +143,13 @@ def test_empty_and_bom_traces():
     with pytest.raises(HarnessError, match="empty kernel trace"):
         parse_kernel_trace("", "k.csv")
     assert len(parse_kernel_trace("\ufeff" + OLDER.read_text())) == len(_complete_lines()) - 1
+
+
+def test_a_complete_last_row_without_a_final_newline_is_kept():
+    """The trace is read after rocprofv3 has exited, so a missing newline alone is no sign of a cut: dropping that
+    row would lose the last rep's end marker on every trace written so (rocprofiler-sdk's
+    docs/data/kernel_trace_truncated.csv ends without one)."""
+    text = OLDER.read_text()
+    full = parse_kernel_trace(text, OLDER.name)
+    assert parse_kernel_trace(text.rstrip("\r\n"), OLDER.name) == full
+    assert set(rep_times(full, n=2, prefixes=OP)) == {(0, 0), (0, 1)}
