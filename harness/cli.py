@@ -263,7 +263,7 @@ def run(
     con = stderr()
     runs = [(spec, out), *others]
     with (
-        lock_outputs([o for _, o in runs], opts),  # a second run on any of these outputs is refused until this ends
+        lock_outputs(runs, opts, str(suite)),  # a second run on any of these outputs is refused until this ends
         Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

@@ -105,7 +105,7 @@ def resume_conflict(recorded: Mapping[str, Any] | None, now: Mapping[str, Any], 
             f"start a new --out"
         )
     for key, label in RESUME_OPTIONS.items():
-        if key not in now and key not in recorded:
+        if key not in now:  # not known yet (before the worker reports the stack)
             continue
         was, new = recorded.get(key), now.get(key)
         if was != new:

@@ -303,16 +303,18 @@ def recorded_options(journal: Path, side: Path) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def run_options(spec: EnvSpec, info: dict[str, Any], opts: RunOptions, timing: str, suite_name: str) -> dict[str, Any]:
-    """What a results file's times depend on (see outputs.RESUME_OPTIONS): the stack, the method, the GPU."""
-    return {
+def run_options(
+    spec: EnvSpec,
+    opts: RunOptions,
+    suite_name: str,
+    info: dict[str, Any] | None = None,
+    timing: str | None = None,
+) -> dict[str, Any]:
+    """What a results file's times depend on (see outputs.RESUME_OPTIONS): the stack, the method, the GPU.
+    Without the worker's ``info`` (before it starts), only what the command line and the spec decide."""
+    found: dict[str, Any] = {
         "env": spec.name,
-        "python": info["python"]["executable"],
-        "triton": info["triton"]["version"],
-        "triton_path": info["triton"].get("path"),
-        "knobs": info.get("knobs") or {},
         "suite": str(Path(suite_name).resolve()) if suite_name else "",
-        "timing": timing,
         "launches": opts.launches or "auto",
         "reps": opts.reps,
         "launch_gap": opts.launch_gap,
@@ -320,9 +322,30 @@ def run_options(spec: EnvSpec, info: dict[str, Any], opts: RunOptions, timing: s
         "move_inputs": opts.move_inputs,
         "fresh_process_rounds": opts.fresh_process_rounds,
         "heat_s": opts.heat_s,
-        "gpu_uuid": (info.get("gpu") or {}).get("uuid"),
         "host": os.uname().nodename,
     }
+    if timing and timing != "auto":
+        found["timing"] = timing
+    if info is not None:
+        found.update(
+            python=info["python"]["executable"],
+            triton=info["triton"]["version"],
+            triton_path=info["triton"].get("path"),
+            knobs=info.get("knobs") or {},
+            gpu_uuid=(info.get("gpu") or {}).get("uuid"),
+        )
+    return found
+
+
+def check_resume(out: Path, opts: RunOptions, options: dict[str, Any]) -> None:
+    """A --resume of OUT measures with the options OUT was measured with (outputs.resume_conflict)."""
+    journal = journal_path(out)
+    if opts.resume and ((out.exists() and out.stat().st_size) or journal.exists()):
+        resume_conflict(recorded_options(journal, sidecar_path(out)), options, out)
+
+
+def journal_path(out: Path) -> Path:
+    return out.with_name(out.name + ".journal.jsonl")
 
 
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
@@ -408,19 +431,21 @@ def run_interleaved(
         raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
     with ExitStack() as held:
         if not locked:
-            held.enter_context(lock_outputs([o for _, o in runs], opts))
+            held.enter_context(lock_outputs(runs, opts, suite_name))
         return _interleave(runs, cases, opts, progress, suite_name)
 
 
 @contextmanager
-def lock_outputs(outs: list[Path], opts: RunOptions) -> Iterator[None]:
-    """Check and lock every output of a run before any env measures anything; unlock when the body ends."""
-    if len({Path(o).resolve() for o in outs}) != len(outs):
+def lock_outputs(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, suite_name: str = "") -> Iterator[None]:
+    """Check and lock every output of a run before any env measures anything (a --resume: the options the
+    command line decides, before a worker starts); unlock when the body ends."""
+    if len({Path(o).resolve() for _, o in runs}) != len(runs):
         raise HarnessError("interleaved runs need one output file each")
     with ExitStack() as locks:
-        for out in outs:
+        for spec, out in runs:
             check_output(Path(out), opts)
             locks.enter_context(lock_output(out))
+            check_resume(Path(out), opts, run_options(spec, opts, suite_name, timing=opts.timing or spec.timing))
         yield
 
 
@@ -484,8 +509,7 @@ def run_steps(
     out = Path(out)
     with ExitStack() as stack:
         if not locked:
-            check_output(out, opts)
-            stack.enter_context(lock_output(out))
+            stack.enter_context(lock_outputs([(spec, out)], opts, suite_name))
         return (yield from _steps(spec, cases, out, opts, progress, suite_name))
 
 
@@ -542,15 +566,13 @@ def _steps(
     # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
     n = opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(timing, 0)
     side = sidecar_path(out)
-    options = run_options(spec, info, opts, timing, suite_name)
-    journal_path = out.with_name(out.name + ".journal.jsonl")
-    if opts.resume and (done or journal_path.exists()):
-        try:
-            resume_conflict(recorded_options(journal_path, side), options, out)
-        except HarnessError:
-            worker.kill()
-            raise
-    journal = Journal(journal_path, options, opts.resume)
+    options = run_options(spec, opts, suite_name, info, timing)
+    try:
+        check_resume(out, opts, options)  # again with what the worker reports: the stack, the GPU
+    except HarnessError:
+        worker.kill()
+        raise
+    journal = Journal(journal_path(out), options, opts.resume)
     for e in journal.entries:  # replay what a killed run had measured
         st = next((s for s in todo if s.key == e.get("key")), None)
         if st is None:
