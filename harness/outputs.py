@@ -131,6 +131,9 @@ def check_writable(option: str, path: str | os.PathLike[str]) -> None:
     p = Path(path)
     if p.is_dir():
         raise HarnessError(f"{option} {p}: is a directory, expected a file name")
+    blocker = next((a for a in p.parents if a.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise HarnessError(f"{option} {p}: {blocker} is a file, not a folder")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:

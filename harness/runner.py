@@ -442,8 +442,8 @@ def lock_outputs(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, suite_name:
     if len({Path(o).resolve() for _, o in runs}) != len(runs):
         raise HarnessError("interleaved runs need one output file each")
     with ExitStack() as locks:
-        for spec, out in runs:
-            check_output(Path(out), opts)
+        for k, (spec, out) in enumerate(runs):
+            check_output(Path(out), opts, "--out" if k == 0 else "--with-out")
             locks.enter_context(lock_output(out))
             check_resume(Path(out), opts, run_options(spec, opts, suite_name, timing=opts.timing or spec.timing))
         yield
@@ -487,9 +487,9 @@ def _interleave(
     return [r or {} for r in results]
 
 
-def check_output(out: Path, opts: RunOptions) -> None:
+def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
     """OUT can be written, and holds no results unless this run resumes it."""
-    check_writable("--out", out)
+    check_writable(option, out)
     if out.exists() and out.stat().st_size and not opts.resume:
         raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
 

@@ -111,6 +111,20 @@ def test_two_locks_in_one_process_conflict_and_a_release_frees(tmp_path):
         pass
 
 
+def test_run_unwritable_outputs_are_one_line_naming_the_option(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = cli(capsys, *run_args(blocker / "r.csv"))
+    assert code == 2 and f"--out {blocker / 'r.csv'}: {blocker} is a file, not a folder" in one_error_line(err)
+    code, _, err = cli(capsys, *run_args(tmp_path))
+    assert code == 2 and f"--out {tmp_path}: is a directory" in one_error_line(err)
+    more = ("--with-env", DATA / "cpu-env.yaml", "--with-out", blocker / "w.csv")
+    code, _, err = cli(capsys, *run_args(tmp_path / "a.csv", *more))
+    assert code == 2 and one_error_line(err).startswith(f"harness: error: --with-out {blocker / 'w.csv'}: ")
+    assert not (tmp_path / "a.csv").exists() and not lock_path(tmp_path / "a.csv").exists()
+
+
 def test_interleaved_outputs_must_differ(tmp_path):
     from harness.runner import RunOptions, lock_outputs
 
@@ -241,7 +255,7 @@ def test_compare_unwritable_output_is_one_line(inputs, tmp_path, capsys, option)
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
     code, _, err = cli(capsys, "compare", g, t, option, blocker / "c.out")
-    assert code == 2 and f"{option} {blocker / 'c.out'}: cannot create folder" in one_error_line(err)
+    assert code == 2 and f"{option} {blocker / 'c.out'}: {blocker} is a file, not a folder" in one_error_line(err)
     code, _, err = cli(capsys, "compare", g, t, option, tmp_path)
     assert code == 2 and "is a directory" in one_error_line(err)
 
