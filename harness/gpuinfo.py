@@ -62,5 +62,6 @@ def amd_state() -> dict[str, Any]:
 
 
 def gpu_state(device: int | str | None = None) -> dict[str, Any]:
-    """The state of ``device`` (nvidia-smi's --id: an index or ``GPU-<uuid>``; default the first GPU)."""
-    return nvidia_state(0 if device is None else device) or amd_state()
+    """The state of ``device`` (nvidia-smi's --id: an index or ``GPU-<uuid>``; default, or when nvidia-smi does
+    not know that id, the first GPU)."""
+    return (nvidia_state(device) if device is not None else {}) or nvidia_state(0) or amd_state()

@@ -400,3 +400,14 @@ def test_a_held_lock_is_released_when_the_run_raises(tmp_path):
     with lock_output(out):
         pass
     assert time.monotonic() - start < 1
+
+
+def test_gpu_state_falls_back_to_the_first_gpu_when_nvidia_smi_does_not_know_the_uuid(tmp_path, monkeypatch):
+    from harness.gpuinfo import NVIDIA_FIELDS, gpu_state
+
+    smi = tmp_path / "nvidia-smi"
+    line = ", ".join(["NVIDIA H200"] + ["1"] * (len(NVIDIA_FIELDS) - 1))
+    smi.write_text(f'#!/bin/sh\n[ "$1" = "--id=0" ] || exit 6\necho "{line}"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert gpu_state("MIG-unknown")["name"] == "NVIDIA H200"
