@@ -48,13 +48,28 @@ def compare(
         ),
     ] = "compare",
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="exit 1 on any regression or TOT failure")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="exit 1 on any regression or TOT failure (exit 2 if golden and TOT ran the same Triton)",
+        ),
     ] = False,
-    worst: Annotated[int, typer.Option(help="rows in the terminal's worst-cases table")] = 20,
+    require_same_gpu: Annotated[
+        bool,
+        typer.Option(
+            "--require-same-gpu",
+            help="exit 2 when the sidecars name different GPUs or hosts (a warning otherwise): for CI",
+        ),
+    ] = False,
+    worst: Annotated[int, typer.Option(min=1, help="rows in the terminal's worst-cases table")] = 20,
 ) -> None:
-    """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs."""
-    from harness.compare import compare_files, write_compare
+    """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
+    Exit 2 when nothing could be compared (no case timed under both stacks)."""
+    from harness.compare import compare_files, meta_path, write_compare
+    from harness.fsutil import refuse_overwrite, write_text
     from harness.markdown import render_markdown
+    from harness.outputs import check_writable
+    from harness.results import sidecar_path
     from harness.rule import Rule
     from harness.terminal import print_comparison, stderr
 
@@ -64,6 +79,13 @@ def compare(
         rule = Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
     except ValueError as err:
         raise HarnessError(str(err)) from None
+    outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
+    refuse_overwrite(outputs, [golden, tot, sidecar_path(golden), sidecar_path(tot)])
+    if out and markdown:
+        refuse_overwrite({"--markdown": markdown}, [out, meta_path(out)])
+    for option, path in outputs.items():
+        if path is not None:
+            check_writable(option, path)
     cmp = compare_files(golden, tot, rule, unstable=unstable)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
@@ -71,8 +93,13 @@ def compare(
     if out:
         write_compare(cmp, out)
     if markdown:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(render_markdown(cmp, artifact=str(out) if out else "the compare CSV"), encoding="utf-8")
+        write_text(markdown, render_markdown(cmp, artifact=str(out) if out else "the compare CSV"))
+    if cmp.nothing_compared:
+        raise HarnessError(f"{golden} vs {tot}: {cmp.nothing_compared}")
+    if require_same_gpu and cmp.other_gpu:
+        raise HarnessError(f"--require-same-gpu: {cmp.other_gpu}")
+    if fail_on_regression and cmp.same_triton:
+        raise HarnessError(f"--fail-on-regression: {cmp.same_triton}")
     if fail_on_regression and cmp.blocking:
         raise typer.Exit(1)
 
@@ -115,7 +142,7 @@ def _launch_gap(value: str | None) -> str | None:
     if value is None or value == "auto":
         return value
     try:
-        if float(value) >= 0:
+        if 0 <= float(value) < float("inf"):
             return str(float(value))
     except ValueError:
         pass
@@ -129,18 +156,28 @@ def run(
     out: Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")],
     kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
     filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
-    reps: Annotated[int, typer.Option(help="first reps per case (the stability rule may add 2)")] = 3,
+    reps: Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")] = 3,
     launches: Annotated[
-        int | None, typer.Option(help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)")
+        int | None,
+        typer.Option(min=1, help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)"),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer before it is a timeout")] = 600.0,
+    timeout: Annotated[
+        float, typer.Option(help="seconds (> 0) a case may take to answer before it is a timeout")
+    ] = 600.0,
     timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="measure only the cases OUT does not have yet")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="measure only the cases OUT does not have yet (refused if a measurement option differs from OUT's)",
+        ),
+    ] = False,
     fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
     compile_jobs: Annotated[
-        int | None,
+        int,
         typer.Option(
-            help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)"
+            min=0,
+            help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)",
         ),
     ] = 1,
     fresh_process_rounds: Annotated[
@@ -203,14 +240,15 @@ def run(
     )
 
     from harness.envspec import TIMINGS, check_venv, load_env_spec
-    from harness.runner import RunOptions, default_compile_jobs, run_interleaved, run_suite
+    from harness.runner import RunOptions, default_compile_jobs, lock_outputs, run_interleaved, run_suite
     from harness.suite import load_suite, select
     from harness.terminal import stderr
 
     if timing is not None and timing not in TIMINGS:
         raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
-    if reps < 1:
-        raise HarnessError("--reps must be at least 1")
+    if not 0 < timeout < float("inf"):
+        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    gap = _launch_gap(launch_gap)
     spec = load_env_spec(env)
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
@@ -228,32 +266,35 @@ def run(
         resume=resume,
         timing=timing,
         artifacts=artifacts,
-        compile_jobs=default_compile_jobs() if compile_jobs == 0 else max(1, compile_jobs or 1),
+        compile_jobs=default_compile_jobs() if compile_jobs == 0 else compile_jobs,
         fresh_process_rounds=fresh_process_rounds,
-        launch_gap=_launch_gap(launch_gap),
+        launch_gap=gap,
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
     )
     con = stderr()
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[case]}"),
-        console=con,
-        transient=False,
-    ) as bar:
-        runs = [(spec, out), *others]
+    runs = [(spec, out), *others]
+    with (
+        lock_outputs(runs, opts, str(suite)),  # a second run on any of these outputs is refused until this ends
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[case]}"),
+            console=con,
+            transient=False,
+        ) as bar,
+    ):
         tasks = [bar.add_task(f"{s.name}", total=None, case="") for s, _ in runs]
         if not others:
 
             def progress(label: str, done: int, total: int) -> None:
                 bar.update(tasks[0], completed=done, total=total, case=label[:48])
 
-            all_counts = [run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite))]
+            all_counts = [run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite), locked=True)]
         else:
 
             def progress2(i: int, label: str, done: int, total: int) -> None:
@@ -265,6 +306,7 @@ def run(
                 opts,
                 progress=progress2,
                 suite_name=str(suite),
+                locked=True,
                 warn=lambda m: con.print(f"WARNING: {m}", style="bold red", markup=False, highlight=False),
             )
     for (_, o), counts in zip(runs, all_counts):
@@ -282,7 +324,7 @@ def explain(
     case: Annotated[
         list[str] | None, typer.Option("--case", help="regex over 'kernel/case_id' (repeatable); default: regressions")
     ] = None,
-    limit: Annotated[int, typer.Option(help="at most this many cases, worst first")] = 20,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many cases, worst first")] = 20,
     golden_artifacts: Annotated[
         Path | None, typer.Option(help="golden artifacts folder (default: beside the golden results file)")
     ] = None,
@@ -329,7 +371,7 @@ app.add_typer(publish_app, name="publish")
 def publish_github(
     compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
     repo: Annotated[str, typer.Option(help="OWNER/NAME")],
-    pr: Annotated[int, typer.Option(help="pull request number")],
+    pr: Annotated[int, typer.Option(min=1, help="pull request number")],
     token_env: Annotated[str, typer.Option(help="environment variable holding the token")] = "GITHUB_TOKEN",
     api_url: Annotated[
         str, typer.Option(help="GitHub API root (GHES: https://HOST/api/v3)")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.fsutil import atomic_write, write_text
 from harness.results import SHAPE_COLUMNS, STATUSES, TIMED_STATUSES, case_key, load_results
 from harness.rule import BLOCKING, VERDICTS, Rule, verdict_codes
 
@@ -64,6 +65,19 @@ class Comparison:
     @property
     def blocking(self) -> int:
         return int(self.table["verdict"].isin(BLOCKING).sum())
+
+    @property
+    def nothing_compared(self) -> str:
+        """The headline when no case was compared by the rule (see :func:`nothing_compared`), else ``''``."""
+        return nothing_compared(self.table, self.rule)
+
+    @property
+    def same_triton(self) -> str:
+        return same_triton(self.golden_env, self.tot_env)
+
+    @property
+    def other_gpu(self) -> str:
+        return other_gpu(self.golden_env, self.tot_env)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -299,10 +313,78 @@ def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
     for key in METHOD_KEYS:
         if key in golden_env and key in tot_env and golden_env[key] != tot_env[key]:
             out.append(f"golden and TOT were measured differently: {key} {golden_env[key]!r} vs {tot_env[key]!r}")
-    gg, tg = (golden_env.get("gpu") or {}).get("name"), (tot_env.get("gpu") or {}).get("name")
-    if gg and tg and gg != tg:
-        out.append(f"golden and TOT ran on different GPUs: {gg} vs {tg}")
+    gpu = other_gpu(golden_env, tot_env)
+    if gpu:
+        out.append(gpu)
     return out
+
+
+#: why results of two physical GPUs are not compared (reports/h100-triton-3.6.0-vs-3.9.0, issue 21 item 17)
+SAME_GPU_WHY = (
+    "golden and TOT must share a GPU: results from two H200 machines flagged 41 of 120 cases against each other "
+    "where golden vs golden on one GPU flags 0"
+)
+
+
+def _gpu_field(env: dict, key: str) -> str:
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
+    v = gpu.get(key) or before.get(key) or ""
+    v = str(v).strip()
+    return "" if v.startswith("[") else v  # nvidia-smi's [N/A] / [Not Supported]
+
+
+def _uuid(env: dict) -> str:
+    return _gpu_field(env, "uuid").lower().removeprefix("gpu-")
+
+
+def other_gpu(golden_env: dict, tot_env: dict) -> str:
+    """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
+    ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
+    gg, tg = _gpu_field(golden_env, "name"), _gpu_field(tot_env, "name")
+    if gg and tg and gg != tg:
+        return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
+    gu, tu = _uuid(golden_env), _uuid(tot_env)
+    gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")
+    if gu and tu and gu != tu:
+        where = f" (hosts {gh} vs {th})" if gh and th and gh != th else f" (host {gh})" if gh else ""
+        return f"golden and TOT ran on different physical GPUs: GPU-{gu} vs GPU-{tu}{where}; {SAME_GPU_WHY}"
+    if gh and th and gh != th:
+        return f"golden and TOT ran on different hosts: {gh} vs {th}; {SAME_GPU_WHY}"
+    return ""
+
+
+def same_triton(golden_env: dict, tot_env: dict) -> str:
+    """A warning when golden and TOT ran one and the same Triton (same version at the same path): the
+    comparison measures a stack against itself, so a gate on it passes every regression."""
+    g, t = golden_env.get("triton"), tot_env.get("triton")
+    if not (isinstance(g, dict) and isinstance(t, dict)):
+        return ""
+    if g.get("version") and g.get("path") and (g.get("version"), g.get("path")) == (t.get("version"), t.get("path")):
+        return (
+            f"golden and TOT ran the same Triton ({g['version']} at {g['path']}): this compares a stack with "
+            f"itself, so it cannot find a regression (is the TOT overlay set?)"
+        )
+    return ""
+
+
+#: verdicts whose case was timed under both stacks and judged by the rule
+COMPARED_VERDICTS = ("regression", "improvement", "ok")
+
+
+def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
+    """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
+    (or of cases all under the floor) is not 'no regressions'."""
+    verdicts = table["verdict"].astype(str)
+    if verdicts.isin(COMPARED_VERDICTS).any():
+        return ""
+    timed = int((verdicts == "ignored").sum())
+    if timed:
+        return (
+            f"nothing compared: the {timed} of {len(table)} cases with a time under both stacks are all under "
+            f"the {rule.min_golden_us:g} us floor"
+        )
+    return f"nothing compared: 0 of {len(table)} cases have a time under both stacks"
 
 
 def compare_files(
@@ -315,7 +397,8 @@ def compare_files(
         gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
         gdf, tdf = gf.result(), tf.result()
     table, warnings = compare_frames(gdf, tdf, rule, unstable=unstable, golden_name=str(golden), tot_name=str(tot))
-    warnings += method_differences(gdf.attrs.get("env", {}), tdf.attrs.get("env", {}))
+    genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
+    warnings += [w for w in (same_triton(genv, tenv),) if w] + method_differences(genv, tenv)
     return Comparison(
         table=table,
         rule=rule,
@@ -328,26 +411,32 @@ def compare_files(
 
 
 def write_csv(table: pd.DataFrame, out: Path) -> None:
-    """pyarrow's CSV writer when present (a million rows in ~1 s), pandas' otherwise (~15 s)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-    except ImportError:
-        table.to_csv(out, index=False)
-        return
-    pacsv.write_csv(pa.Table.from_pandas(table, preserve_index=False), out)
+    """pyarrow's CSV writer when present (a million rows in ~1 s), pandas' otherwise (~15 s); through a
+    temporary file, so a reader never sees half a table."""
+    with atomic_write(out, "wb") as fh:
+        try:
+            import pyarrow as pa
+            import pyarrow.csv as pacsv
+        except ImportError:
+            table.to_csv(fh, index=False)
+            return
+        pacsv.write_csv(pa.Table.from_pandas(table, preserve_index=False), fh)
+
+
+def meta_path(out: str | os.PathLike[str]) -> Path:
+    """``compare.csv`` → ``compare.csv.meta.json``."""
+    p = Path(out)
+    return p.with_name(p.name + ".meta.json")
 
 
 def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
     """Write the verdict CSV and its ``.meta.json`` (rule + both environments) beside it."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     table = cmp.table.copy()
     for c in ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us"):
         table[c] = table[c].round(4)
     write_csv(table, out)
-    meta = out.with_name(out.name + ".meta.json")
-    meta.write_text(json.dumps(cmp.meta(), indent=2, default=str) + "\n", encoding="utf-8")
+    write_text(meta_path(out), json.dumps(cmp.meta(), indent=2, default=str) + "\n")
     return out
 
 
@@ -367,7 +456,7 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise HarnessError(f"{p}: line {i + 2}: unknown verdict {table['verdict'].iloc[i]!r}")
-    meta_p = p.with_name(p.name + ".meta.json")
+    meta_p = meta_path(p)
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
     rule = Rule(**meta.get("rule", {}))
     table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""

@@ -1,5 +1,6 @@
-"""GPU state from the vendor's command-line tool (driver, clocks, temperature, throttle reasons), read by the
-driver before and after a run. Missing tools give ``{}``: a CPU-only machine has no GPU state."""
+"""GPU state from the vendor's command-line tool (driver, clocks, temperature, throttle reasons) and which
+physical GPU it is (UUID, serial, PCI bus), read by the driver before and after a run. Missing tools give ``{}``:
+a CPU-only machine has no GPU state."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ NVIDIA_FIELDS = {
     "temperature.gpu": "temperature_c",
     "power.draw": "power_w",
     "clocks_throttle_reasons.active": "throttle_reasons",
+    "uuid": "uuid",
+    "serial": "serial",
+    "pci.bus_id": "pci_bus_id",
 }
 
 
-def nvidia_state(index: int = 0) -> dict[str, Any]:
+def nvidia_state(index: int | str = 0) -> dict[str, Any]:
+    """``index``: nvidia-smi's --id, an index or a UUID (``GPU-…``)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return {}
@@ -56,5 +61,7 @@ def amd_state() -> dict[str, Any]:
     return {"raw": r.stdout[:4000]} if r.returncode == 0 else {}
 
 
-def gpu_state() -> dict[str, Any]:
-    return nvidia_state() or amd_state()
+def gpu_state(device: int | str | None = None) -> dict[str, Any]:
+    """The state of ``device`` (nvidia-smi's --id: an index or ``GPU-<uuid>``; default, or when nvidia-smi does
+    not know that id, the first GPU)."""
+    return (nvidia_state(device) if device is not None else {}) or nvidia_state(0) or amd_state()

@@ -74,12 +74,11 @@ def render_markdown(
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
     status = "✅ no regressions" if reg + fail == 0 else f"❌ {reg} regressions, {fail} TOT failures"
-    parts = [
-        MARKER + "\n",
-        f"## {title}\n\n",
-        f"**{status}** across {len(t)} cases.  \n",
-        f"Rule: {cmp.rule.describe()}.\n\n",
-    ]
+    headline = f"**{status}** across {len(t)} cases.  \n"
+    if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
+        headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
+    parts = [MARKER + "\n", f"## {title}\n\n", headline, f"Rule: {cmp.rule.describe()}.\n\n"]
+    parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in (cmp.same_triton, cmp.other_gpu) if w]
     if explain_url:
         parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")
     env_rows = side_by_side(cmp.golden_env, cmp.tot_env)

@@ -18,7 +18,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +28,9 @@ from typing import Any
 from harness import stability
 from harness.envspec import EnvSpec
 from harness.errors import HarnessError
+from harness.fsutil import write_text
 from harness.gpuinfo import gpu_state
+from harness.outputs import check_writable, lock_output, resume_conflict
 from harness.results import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
 from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
 
@@ -254,28 +257,17 @@ def telemetry_columns(reps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class Journal:
-    """Append-only JSON lines of every answer, so a killed run can resume without re-measuring."""
+    """Append-only JSON lines of every answer, so a killed run can resume without re-measuring. The first line
+    records the run's measurement options (:func:`run_options`), which a resumed run must share."""
 
-    def __init__(self, path: Path, fingerprint: dict[str, Any], resume: bool):
+    def __init__(self, path: Path, options: dict[str, Any], resume: bool):
         self.path = path
-        self.entries: list[dict[str, Any]] = []
-        if resume and path.exists():
-            for line in path.read_text().splitlines():
-                try:
-                    self.entries.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # a torn last line
-            head = next((e for e in self.entries if e.get("kind") == "start"), None)
-            if head and head.get("fingerprint") != fingerprint:
-                raise HarnessError(
-                    f"{path}: was written by another environment ({head.get('fingerprint')}); "
-                    f"resume needs the same env, or start a new output file"
-                )
-        elif path.exists():
+        self.entries = read_journal(path) if resume else []
+        if not resume and path.exists():
             path.unlink()
         self._fh = open(path, "a")  # noqa: SIM115
         if not self.entries:
-            self.add({"kind": "start", "fingerprint": fingerprint})
+            self.add({"kind": "start", "options": options})
 
     def add(self, entry: dict[str, Any]) -> None:
         self._fh.write(json.dumps(entry, default=float) + "\n")
@@ -284,6 +276,80 @@ class Journal:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn last line
+    return entries
+
+
+def recorded_options(journal: Path, side: Path) -> dict[str, Any] | None:
+    """The measurement options a results file was written with: its journal's first line, else its sidecar's
+    ``run_options``; None when neither records them (files of an older harness)."""
+    head = next((e for e in read_journal(journal) if e.get("kind") == "start"), None)
+    if head and isinstance(head.get("options"), dict):
+        return head["options"]
+    try:
+        meta = json.loads(side.read_text())
+    except (OSError, ValueError):
+        return None
+    found = meta.get("run_options") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def run_options(
+    spec: EnvSpec,
+    opts: RunOptions,
+    suite_name: str,
+    info: dict[str, Any] | None = None,
+    timing: str | None = None,
+) -> dict[str, Any]:
+    """What a results file's times depend on (see outputs.RESUME_OPTIONS): the stack, the method, the GPU.
+    Without the worker's ``info`` (before it starts), only what the command line and the spec decide."""
+    found: dict[str, Any] = {
+        "env": spec.name,
+        "suite": str(Path(suite_name).resolve()) if suite_name else "",
+        "launches": opts.launches or "auto",
+        "reps": opts.reps,
+        "launch_gap": opts.launch_gap,
+        "shuffle_placement": opts.shuffle_placement,
+        "move_inputs": opts.move_inputs,
+        "fresh_process_rounds": opts.fresh_process_rounds,
+        "heat_s": opts.heat_s,
+        "host": os.uname().nodename,
+    }
+    if timing and timing != "auto":
+        found["timing"] = timing
+    if info is not None:
+        found.update(
+            python=info["python"]["executable"],
+            triton=info["triton"]["version"],
+            triton_path=info["triton"].get("path"),
+            knobs=info.get("knobs") or {},
+            gpu_uuid=(info.get("gpu") or {}).get("uuid"),
+        )
+    return found
+
+
+def check_resume(out: Path, opts: RunOptions, options: dict[str, Any]) -> None:
+    """A --resume of OUT measures with the options OUT was measured with (outputs.resume_conflict)."""
+    journal = journal_path(out)
+    if opts.resume and ((out.exists() and out.stat().st_size) or journal.exists()):
+        resume_conflict(recorded_options(journal, sidecar_path(out)), options, out)
+
+
+def journal_path(out: Path) -> Path:
+    return out.with_name(out.name + ".journal.jsonl")
+
+
+def _write_json(path: Path, obj: dict[str, Any]) -> None:
+    write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 _WORKER_IDS = itertools.count()
@@ -334,9 +400,11 @@ def run_suite(
     opts: RunOptions,
     progress: Callable[[str, int, int], None] | None = None,
     suite_name: str = "",
+    locked: bool = False,
 ) -> dict[str, int]:
-    """Measure ``cases`` under ``spec`` into ``out``. Returns counts per status."""
-    steps = run_steps(spec, cases, out, opts, progress, suite_name)
+    """Measure ``cases`` under ``spec`` into ``out``. Returns counts per status. ``locked``: the caller holds
+    :func:`lock_outputs` already."""
+    steps = run_steps(spec, cases, out, opts, progress, suite_name, locked)
     while True:
         try:
             next(steps)
@@ -351,6 +419,7 @@ def run_interleaved(
     progress: Callable[[int, str, int, int], None] | None = None,
     suite_name: str = "",
     warn: Callable[[str], None] | None = None,
+    locked: bool = False,
 ) -> list[dict[str, int]]:
     """Measure the same cases under several envs with their reps interleaved in time.
 
@@ -361,14 +430,39 @@ def run_interleaved(
     """
     if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
         raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
-    outs = [Path(o).resolve() for _, o in runs]
-    if len(set(outs)) != len(outs):
+    with ExitStack() as held:
+        if not locked:
+            held.enter_context(lock_outputs(runs, opts, suite_name))
+        return _interleave(runs, cases, opts, progress, suite_name, warn)
+
+
+@contextmanager
+def lock_outputs(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, suite_name: str = "") -> Iterator[None]:
+    """Check and lock every output of a run before any env measures anything (a --resume: the options the
+    command line decides, before a worker starts); unlock when the body ends."""
+    if len({Path(o).resolve() for _, o in runs}) != len(runs):
         raise HarnessError("interleaved runs need one output file each")
+    with ExitStack() as locks:
+        for k, (spec, out) in enumerate(runs):
+            check_output(Path(out), opts, "--out" if k == 0 else "--with-out")
+            locks.enter_context(lock_output(out))
+            check_resume(Path(out), opts, run_options(spec, opts, suite_name, timing=opts.timing or spec.timing))
+        yield
+
+
+def _interleave(
+    runs: list[tuple[EnvSpec, Path]],
+    cases: list[dict[str, Any]],
+    opts: RunOptions,
+    progress: Callable[[int, str, int, int], None] | None,
+    suite_name: str,
+    warn: Callable[[str], None] | None = None,
+) -> list[dict[str, int]]:
     opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
     gens = []
     for k, (spec, out) in enumerate(runs):
         cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
-        gens.append(run_steps(spec, cases, out, opts, cb, suite_name))
+        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True))
     results: list[dict[str, int] | None] = [None] * len(gens)
     paused: list[tuple[int, str] | None] = [None] * len(gens)
 
@@ -398,6 +492,13 @@ def run_interleaved(
     return [r or {} for r in results]
 
 
+def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
+    """OUT can be written, and holds no results unless this run resumes it."""
+    check_writable(option, out)
+    if out.exists() and out.stat().st_size and not opts.resume:
+        raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
+
+
 def run_steps(
     spec: EnvSpec,
     cases: list[dict[str, Any]],
@@ -405,13 +506,27 @@ def run_steps(
     opts: RunOptions,
     progress: Callable[[str, int, int], None] | None = None,
     suite_name: str = "",
+    locked: bool = False,
 ) -> Generator[tuple[int, str], None, dict[str, int]]:
     """``run_suite`` as a generator: it pauses before every timing request, yielding (round, case key), and
-    returns the counts per status. :func:`run_interleaved` uses the pauses to alternate envs."""
+    returns the counts per status. :func:`run_interleaved` uses the pauses to alternate envs. OUT is locked
+    (outputs.lock_output) for the whole run, unless the caller holds the lock already (``locked``)."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and out.stat().st_size and not opts.resume:
-        raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
+    with ExitStack() as stack:
+        if not locked:
+            stack.enter_context(lock_outputs([(spec, out)], opts, suite_name))
+        return (yield from _steps(spec, cases, out, opts, progress, suite_name))
+
+
+def _steps(
+    spec: EnvSpec,
+    cases: list[dict[str, Any]],
+    out: Path,
+    opts: RunOptions,
+    progress: Callable[[str, int, int], None] | None,
+    suite_name: str,
+) -> Generator[tuple[int, str], None, dict[str, int]]:
+    check_output(out, opts)  # again under the lock: another run may have written OUT since
     done: set[str] = set()
     if opts.resume and out.exists() and out.stat().st_size:
         try:
@@ -455,8 +570,14 @@ def run_steps(
         worker = start()
     # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
     n = opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(timing, 0)
-    fingerprint = {"env": spec.name, "triton": info["triton"]["version"], "python": info["python"]["executable"]}
-    journal = Journal(out.with_name(out.name + ".journal.jsonl"), fingerprint, opts.resume)
+    side = sidecar_path(out)
+    options = run_options(spec, opts, suite_name, info, timing)
+    try:
+        check_resume(out, opts, options)  # again with what the worker reports: the stack, the GPU
+    except HarnessError:
+        worker.kill()
+        raise
+    journal = Journal(journal_path(out), options, opts.resume)
     for e in journal.entries:  # replay what a killed run had measured
         st = next((s for s in todo if s.key == e.get("key")), None)
         if st is None:
@@ -470,7 +591,6 @@ def run_steps(
             if e.get("telemetry"):
                 st.telemetry.append(e["telemetry"])
 
-    side = sidecar_path(out)
     env_meta = {
         "schema_version": SCHEMA_VERSION,
         "env_name": spec.name,
@@ -478,7 +598,7 @@ def run_steps(
         "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "suite": suite_name,
         **{k: info.get(k) for k in ("python", "triton", "torch", "knobs", "backend", "arch")},
-        "gpu": {**info.get("gpu", {}), **({"before": gpu_state()} if timing != "wallclock" else {})},
+        "gpu": {**info.get("gpu", {}), **({"before": gpu_state(_smi_id(info))} if timing != "wallclock" else {})},
         "timing": timing,
         "launches_per_rep": n,
         "heat_s": opts.heat_s if timing != "wallclock" else 0.0,
@@ -486,14 +606,15 @@ def run_steps(
         **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and timing != "wallclock" else {}),
         "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if timing != "wallclock" else None,
         "move_inputs": _moves_inputs(opts, timing),
-        "host": os.uname().nodename,
+        "host": options["host"],
+        "run_options": options,
     }
     if opts.artifacts:
         env_meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file
     if timing == "wallclock":
         env_meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
     if not (opts.resume and side.exists()):
-        side.write_text(json.dumps(env_meta, indent=2, default=str) + "\n")
+        _write_json(side, env_meta)
 
     counts: dict[str, int] = {}
     appender = ResultsAppender(out)
@@ -532,7 +653,7 @@ def run_steps(
             pre = precompile(spec, timing, unprepared, log_dir, min(opts.compile_jobs, len(unprepared)), opts.timeout_s)
             meta = json.loads(side.read_text())
             meta["precompile"] = pre
-            side.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+            _write_json(side, meta)
         for i, st in enumerate(todo):  # phase 1: build, compile, check
             st.case["index"] = i
             if st.prep is None:
@@ -628,9 +749,17 @@ def run_steps(
         journal.close()
         if timing != "wallclock":
             meta = json.loads(side.read_text())
-            meta.setdefault("gpu", {})["after"] = gpu_state()
-            side.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+            meta.setdefault("gpu", {})["after"] = gpu_state(_smi_id(info))
+            _write_json(side, meta)
     return counts
+
+
+def _smi_id(info: dict[str, Any]) -> str | None:
+    """nvidia-smi's --id for the worker's GPU: its UUID (nvidia-smi's index 0 ignores CUDA_VISIBLE_DEVICES)."""
+    uuid = (info.get("gpu") or {}).get("uuid")
+    if not uuid:
+        return None
+    return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
 
 
 def _warn_stderr(message: str) -> None:

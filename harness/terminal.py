@@ -86,5 +86,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
                 f"[{STYLE[r['verdict']]}]{r['verdict']}[/]",
             )
         con.print(t)
-    else:
+    if cmp.nothing_compared:  # the headline: a table of failures is not "no regressions"
+        con.print(f"[bold red]{cmp.nothing_compared}[/]")
+    elif not len(bad):
         con.print("[green]no regressions and no TOT failures[/]")

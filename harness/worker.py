@@ -160,6 +160,9 @@ class Worker:
                 "name": p.name,
                 "multiprocessors": p.multi_processor_count,
                 "memory_gib": round(p.total_memory / 2**30, 1),
+                # which physical GPU: two boards of one model differ by a few % (compare checks it)
+                "uuid": _uuid_text(getattr(p, "uuid", None)),
+                "pci_bus_id": _pci_bus_id(p),
             }
         else:
             info["gpu"] = {"name": f"CPU interpreter ({platform.processor() or platform.machine()})"}
@@ -759,6 +762,20 @@ def dump_compiled(k: Any, root: str) -> str:
         json.dump(meta, fh, indent=1, default=str, sort_keys=True)
     os.replace(tmp, os.path.join(folder, "meta.json"))
     return kid
+
+
+def _uuid_text(uuid: Any) -> str | None:
+    """torch's device UUID as text (``GPU-`` stripped, as nvidia-smi adds it), None when torch has none."""
+    text = str(uuid or "").strip()
+    return text.removeprefix("GPU-") or None
+
+
+def _pci_bus_id(props: Any) -> str | None:
+    """``00000000:1B:00.0``, nvidia-smi's form, when torch reports the PCI location."""
+    try:
+        return f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _dist_commit(name: str) -> str | None:

@@ -154,8 +154,11 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert (df["status"].isin(["ok", "unstable"])).all()
     # the resumed run reused what was journaled: 6 cases x >= 3 reps in all, not re-measured from scratch
     assert journal.read_text().count('"kind": "rep"') == int(df["reps"].sum())
-    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume")
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume",
+                "--launches", "1")  # fmt: skip
     assert r.returncode == 0 and "nothing to do" in r.stderr
+    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume")
+    assert r.returncode == 2 and "--resume with --launches auto but the file was measured with 1" in r.stderr
 
 
 def test_refuses_to_overwrite_and_bad_env(tmp_path):
@@ -284,3 +287,38 @@ def test_inputs_move_only_where_the_worker_times_each_launch():
     assert not _moves_inputs(on, "rocprofv3")  # markers bracket a whole rep: the copies would sit inside it
     assert not _moves_inputs(RunOptions(shuffle_placement=False), "cupti")
     assert not _moves_inputs(RunOptions(move_inputs=False), "cupti")
+
+
+def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
+    """--resume measures with the options OUT was measured with: a changed command-line option is refused
+    before a worker starts, a changed stack (here a knob of the env) once the worker reports it."""
+    suite = tmp_path / "one.yaml"
+    suite.write_text(
+        "name: one\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n"
+    )
+    out = tmp_path / "r.csv"
+    base = ["run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out]
+    r = harness(*base, "--launches", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    env = json.loads(sidecar_path(out).read_text())
+    opts = env["run_options"]
+    assert opts["launches"] == 1 and opts["reps"] == 3 and opts["timing"] == "wallclock"
+    assert opts["triton"] == env["triton"]["version"] and opts["host"] == env["host"] == os.uname().nodename
+    assert "gpu_uuid" in opts and opts["gpu_uuid"] is None, "the CPU interpreter has no GPU UUID"
+    assert not (tmp_path / "r.csv.lock").exists(), "the lock file goes with the run"
+    rows = out.read_text()
+    for more, shown in [
+        (("--launches", "2"), "--launches 2 but the file was measured with 1"),
+        (("--launches", "1", "--no-move-inputs"), "--move-inputs off but the file was measured with on"),
+        (("--launches", "1", "--launch-gap", "0"), "--launch-gap 0.0 but the file was measured with auto"),
+    ]:
+        r = harness(*base, *more, "--resume")
+        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and shown in r.stderr, r.stderr
+    spec = tmp_path / "cpu.yaml"  # the same env name, another knob: only the worker can tell
+    spec.write_text(
+        (DATA / "cpu-env.yaml").read_text().replace('TRITON_INTERPRET: "1"', 'TRITON_INTERPRET: "1", TRITON_X: "1"')
+    )
+    r = harness("run", "--env", spec, "--suite", suite, "--out", out, "--launches", "1", "--resume")
+    assert r.returncode == 2 and "--resume with the env's knobs" in r.stderr and "TRITON_X=1" in r.stderr, r.stderr
+    assert out.read_text() == rows, "nothing was measured into OUT"
