@@ -407,6 +407,7 @@ table{border-collapse:collapse;margin:.5em 0;font-size:12.5px}th,td{border:1px s
 th{background:#f4f4f4;position:sticky;top:0}table.sortable th{cursor:pointer;user-select:none}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.regression td{background:#fde2e1}tr.improvement td{background:#e3f4e4}tr.failed_in_tot td{background:#f6c6c3}
+tr.missing_in_tot td,tr.skipped_in_tot td{background:#fff3cd}
 .note{color:#666;font-size:12px}nav a{margin-right:1em}"""
 
 _JS = """document.querySelectorAll('table.sortable').forEach(function(t){
