@@ -14,7 +14,9 @@ import pandas as pd
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from harness.compare import Comparison, worst_first
 from harness.envinfo import one_line
@@ -51,9 +53,10 @@ SHORT = {
 }
 #: the case lists under the tables: (verdicts, heading); failures carry their error, skips their reason
 LISTS = (
-    (("failed_in_tot", "failed_in_golden", "failed_in_both"), "failed cases"),
-    (("missing_in_tot",), "missing in TOT (no TOT row)"),
-    (("skipped_in_tot",), "skipped under TOT (unsupported there; not blocking, but the kernel lost this case)"),
+    (("failed_in_tot",), "TOT failures, timed under golden"),
+    (("missing_in_tot",), "missing in TOT, no TOT row"),
+    (("skipped_in_tot",), "skipped under TOT, timed under golden: not blocking"),
+    (("failed_in_golden", "failed_in_both"), "failed under golden"),
 )
 #: cases listed per list before "... and N more"
 LIST_FIRST = 10
@@ -110,10 +113,11 @@ def case_lines(
     return lines
 
 
-def _print_lines(con: Console, heading: str, style: str, lines: list[str], total: int) -> None:
-    con.print(f"[{style}]{escape(heading)} ({total}):[/]" if style else f"{escape(heading)} ({total}):")
+def print_lines(con: Console, heading: str, lines: list[str], style: str = "") -> None:
+    """A heading, then one indented line per case; a line too long for the console wraps under its indent."""
+    con.print(Text(heading, style=style))
     for line in lines:
-        con.print(f"  {escape(line)}")
+        con.print(Padding(Text(line), (0, 0, 0, 2)))
 
 
 def headline(counts: dict[str, int]) -> str:
@@ -208,7 +212,22 @@ def _print_list(con: Console, t: pd.DataFrame, keys: dict[str, str], verdicts: t
     rows = rows[np.argsort(rank, kind="stable")]
     shown = t.iloc[rows[:LIST_FIRST]]
     labels = [f"{keys[str(k)]} {c}" for k, c in zip(shown["kernel"], shown["case_id"])]
-    notes = ["" if pd.isna(n) else str(n) for n in shown["note"]] if "note" in shown.columns else [""] * len(shown)
-    if len(verdicts) > 1:
-        notes = [f"{v}: {n}".rstrip(": ") for v, n in zip(shown["verdict"], notes)]
-    _print_lines(con, heading, STYLE[verdicts[0]], case_lines(labels, notes, len(rows)), len(rows))
+    notes = shown["note"] if "note" in shown.columns else [""] * len(shown)
+    # the note says which side failed and how (compare_frames); without one, the verdict does
+    texts = [v if pd.isna(n) or not str(n) else str(n) for v, n in zip(shown["verdict"], notes)]
+    texts = ["" if v == "missing_in_tot" else v for v in texts]
+    print_lines(con, f"{heading} ({len(rows)}):", case_lines(labels, texts, len(rows)), STYLE[verdicts[0]])
+
+
+def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str]:
+    """The cases of a results frame whose status is neither ok nor unstable, one line each with the first line
+    of their error (the first ``first``, then ``... and N more``): the end of `harness run`."""
+    from harness.compare import first_line
+    from harness.results import TIMED_STATUSES
+
+    bad = results[~results["status"].isin(TIMED_STATUSES).to_numpy()]
+    shown = bad.head(first)
+    errors = shown["error"] if "error" in shown.columns else pd.Series([""] * len(shown))
+    labels = [f"{k}/{c}" for k, c in zip(shown["kernel"], shown["case_id"])]
+    texts = [f"{s}: {first_line('' if pd.isna(e) else str(e))}".rstrip(": ") for s, e in zip(shown["status"], errors)]
+    return case_lines(labels, texts, len(bad), first)
