@@ -341,8 +341,12 @@ def publish_github(
 
     from harness.compare import load_compare
     from harness.markdown import render_markdown
-    from harness.publish_github import GitHub
+    from harness.publish_github import GitHub, check_api_url, check_repo
 
+    check_repo(repo)
+    check_api_url(api_url)
+    if pr < 1:
+        raise HarnessError(f"--pr {pr}: expected a pull request number (1 or more)")
     token = os.environ.get(token_env, "")
     if not token:
         raise HarnessError(f"${token_env} is empty: give a token with pull-requests: write")
