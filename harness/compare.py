@@ -113,7 +113,7 @@ def _same_cases_same_order(golden: pd.DataFrame, tot: pd.DataFrame) -> bool:
     )
 
 
-def first_line(error: str, limit: int = 200) -> str:
+def first_line(error: str, limit: int = 300) -> str:
     """An error's first non-blank line, at most ``limit`` characters: what a note or a summary line shows. The
     worker puts the exception, the user's file and line and the chained cause there (worker._error_text)."""
     line = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
