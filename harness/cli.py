@@ -313,8 +313,22 @@ def run(
         con.print(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
         )
+        _print_failed(con, o, counts)
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+
+
+def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN001 - a rich Console
+    """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
+    if all(k in ("ok", "unstable") for k in counts):
+        return
+    from harness.results import TIMED_STATUSES, load_results
+    from harness.terminal import failed_row_lines, print_lines
+
+    df = load_results(out)
+    n = int((~df["status"].isin(TIMED_STATUSES)).sum())
+    head = f"{out}: {n} cases not timed (the first line of each error; all of it in the CSV's error column):"
+    print_lines(con, head, failed_row_lines(df))
 
 
 @app.command()
@@ -388,8 +402,12 @@ def publish_github(
 
     from harness.compare import load_compare
     from harness.markdown import render_markdown
-    from harness.publish_github import GitHub
+    from harness.publish_github import GitHub, check_api_url, check_repo
 
+    check_repo(repo)
+    check_api_url(api_url)
+    if pr < 1:
+        raise HarnessError(f"--pr {pr}: expected a pull request number (1 or more)")
     token = os.environ.get(token_env, "")
     if not token:
         raise HarnessError(f"${token_env} is empty: give a token with pull-requests: write")

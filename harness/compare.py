@@ -127,6 +127,13 @@ def _same_cases_same_order(golden: pd.DataFrame, tot: pd.DataFrame) -> bool:
     )
 
 
+def first_line(error: str, limit: int = 300) -> str:
+    """An error's first non-blank line, at most ``limit`` characters: what a note or a summary line shows. The
+    worker puts the exception, the user's file and line and the chained cause there (worker._error_text)."""
+    line = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def compare_frames(
     golden: pd.DataFrame,
     tot: pd.DataFrame,
@@ -165,7 +172,8 @@ def compare_frames(
     tsc = _status_codes(tot, ti)
     gu, tu = _col(golden, "time_us", gi, np.nan), _col(tot, "time_us", ti, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
-    vcode = verdict_codes(gu, tu, in_g, in_t, np.isin(gsc, timed), np.isin(tsc, timed), rule)
+    skip = STATUSES.index("skipped")
+    vcode = verdict_codes(gu, tu, in_g, in_t, np.isin(gsc, timed), np.isin(tsc, timed), rule, gsc == skip, tsc == skip)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = tu - gu
         pct = 100.0 * delta / gu
@@ -215,11 +223,13 @@ def compare_frames(
     note_of: dict[int, str] = {}
     timed_codes = [STATUSES.index(s_) for s_ in TIMED_STATUSES]
     for label, st, sc, df, rows in (("TOT", ts, tsc, tot, ti), ("golden", gs, gsc, golden, gi)):
-        failed = [i for i in np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0)) if i not in note_of]
-        if failed:
-            errs = _col(df, "error", rows[np.asarray(failed)])
+        failed = np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0))
+        if len(failed):
+            errs = _col(df, "error", rows[failed])
             for i, e in zip(failed, errs, strict=True):
-                note_of[int(i)] = f"{label} {st[i]}: {str(e)[:200]}".rstrip(": ")
+                text = f"{label} {st[i]}: {first_line(str(e))}".rstrip(": ")
+                # neither side timed: both statuses (a skip beside a failure reads failed_in_both)
+                note_of[int(i)] = f"{note_of[int(i)]}; {text}" if int(i) in note_of else text
     u = STATUSES.index("unstable")
     for i in np.flatnonzero((gsc == u) | (tsc == u)):
         note_of.setdefault(int(i), "unstable reps")
@@ -440,6 +450,33 @@ def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
     return out
 
 
+def _skips_of_old_files(table: pd.DataFrame, rule: Rule) -> pd.Series:
+    """Verdicts with the skip verdicts applied: files written before they existed called a case whose status is
+    ``skipped`` ``failed_in_*``. Which side was timed follows from the old verdict, so the rule is re-applied
+    to the statuses alone."""
+    verdict = table["verdict"].astype(object)
+    failed = verdict.isin(["failed_in_tot", "failed_in_golden", "failed_in_both"]).to_numpy()
+    if not failed.any() or "golden_status" not in table.columns or "tot_status" not in table.columns:
+        return verdict
+    v, n = verdict[failed], int(failed.sum())
+    g_status, t_status = table["golden_status"][failed], table["tot_status"][failed]
+    yes = np.ones(n, dtype=bool)
+    codes = verdict_codes(
+        np.full(n, np.nan),
+        np.full(n, np.nan),
+        yes,
+        yes,
+        (v == "failed_in_tot").to_numpy(),
+        (v == "failed_in_golden").to_numpy(),
+        rule,
+        (g_status == "skipped").to_numpy(),
+        (t_status == "skipped").to_numpy(),
+    )
+    out = verdict.copy()
+    out[failed] = np.asarray(VERDICTS, dtype=object)[codes]
+    return out
+
+
 def load_compare(path: str | os.PathLike[str]) -> Comparison:
     """Read a compare CSV written by :func:`write_compare` (for publish/report/explain)."""
     p = Path(path)
@@ -459,6 +496,7 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     meta_p = meta_path(p)
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
     rule = Rule(**meta.get("rule", {}))
+    table["verdict"] = _skips_of_old_files(table, rule)
     table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""
     return Comparison(
         table=table,

@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.compare import Comparison, worst_first
 from harness.envinfo import side_by_side
+from harness.rule import ATTENTION, BLOCKING
 
 MARKER = "<!-- harness:perf-compare -->"
 GITHUB_LIMIT = 65_536
@@ -55,11 +56,26 @@ def _rows(df: pd.DataFrame, with_note: bool) -> Iterator[str]:
             _cell(d["tot_us"], ".2f"),
             _cell(d["delta_pct"], "+.1f"),
             _cell(d["limit_us"], ".2f"),
-            f"**{verdict}**" if verdict in ("regression", "failed_in_tot") else verdict,
+            f"**{verdict}**" if verdict in BLOCKING else verdict,
         ]
         if with_note:
             cells.append(_cell(d.get("note", ""))[:160])
         yield "| " + " | ".join(cells) + " |\n"
+
+
+def _skip_lines(counts: dict[str, int]) -> list[str]:
+    """Skips under the status line: a stack declined those cases (unsupported there). Not failures, and not
+    blocking, but a case TOT no longer supports is a loss a reviewer should see."""
+    lines = []
+    if counts["skipped_in_tot"]:
+        lines.append(
+            f"⚠️ {counts['skipped_in_tot']} cases skipped under TOT (timed under golden, unsupported under TOT; "
+            "not blocking).  \n"
+        )
+    other = counts["skipped_in_golden"] + counts["skipped_in_both"]
+    if other:
+        lines.append(f"{other} cases skipped under golden (unsupported there; not failures).  \n")
+    return lines
 
 
 def render_markdown(
@@ -77,7 +93,7 @@ def render_markdown(
     headline = f"**{status}** across {len(t)} cases.  \n"
     if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
         headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
-    parts = [MARKER + "\n", f"## {title}\n\n", headline, f"Rule: {cmp.rule.describe()}.\n\n"]
+    parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]
     parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in (cmp.same_triton, cmp.other_gpu) if w]
     if explain_url:
         parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")
@@ -92,11 +108,12 @@ def render_markdown(
     fixed = "".join(parts)
 
     sections: list[tuple[str, str, Iterator[str], int, str]] = []  # (opening, header, rows, nrows, closing)
-    top = t[t["verdict"].isin(["regression", "failed_in_tot", "missing_in_tot"])]
+    top = t[t["verdict"].isin(ATTENTION)]
+    lost = ", cases missing or skipped in TOT" if (~top["verdict"].isin(BLOCKING)).any() else ""
     if len(top):
         sections.append(
             (
-                f"### Regressions and TOT failures ({len(top)}, worst first)\n\n",
+                f"### Regressions and TOT failures{lost} ({len(top)}, worst first)\n\n",
                 _header(top, True),
                 _rows(top, True),
                 len(top),

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +20,31 @@ from harness.errors import HarnessError
 from harness.markdown import MARKER
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
+#: GitHub's rules: an owner is 1-39 letters, digits and inner single hyphens; a name letters, digits, ., -, _
+OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def check_repo(repo: str) -> str:
+    """``OWNER/NAME`` as GitHub allows them, else one line: the repo becomes part of every request's path."""
+    owner, _, name = repo.partition("/")
+    if not (OWNER.fullmatch(owner) and NAME.fullmatch(name) and name not in (".", "..")):
+        raise HarnessError(f"--repo {repo!r}: expected OWNER/NAME, e.g. ROCm/aiter")
+    return repo
+
+
+def check_api_url(url: str) -> str:
+    """An http(s) URL with a host (GHES: https://HOST/api/v3), else one line, before any request is made."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here, not in the first request
+    except ValueError as err:
+        raise HarnessError(f"--api-url {url!r}: not a URL ({err})") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise HarnessError(f"--api-url {url!r}: expected an http(s) URL with a host, e.g. https://api.github.com")
+    if parts.query or parts.fragment:
+        raise HarnessError(f"--api-url {url!r}: expected the API root, without ?query or #fragment")
+    return url
 
 
 def retry_wait(retry_after: str | None, backoff_s: float, attempt: int, cap: float) -> float:
@@ -35,6 +62,10 @@ class GitHub:
     api_url: str = "https://api.github.com"
     retries: int = 5
     backoff_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_repo(self.repo)
+        check_api_url(self.api_url)
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         url = self.api_url.rstrip("/") + path

@@ -71,6 +71,10 @@ VERDICT_COLORS: dict[str, tuple[float, float, float]] = {
     "improvement": (0.718, 0.882, 0.804),
     "failed_in_golden": (0.851, 0.851, 0.851),
     "failed_in_both": (0.851, 0.851, 0.851),
+    # skips are not failures: a lighter amber for a case TOT no longer supports, a pale blue-grey elsewhere
+    "skipped_in_tot": (0.996, 0.949, 0.800),
+    "skipped_in_golden": (0.898, 0.918, 0.949),
+    "skipped_in_both": (0.898, 0.918, 0.949),
 }
 
 
@@ -120,9 +124,12 @@ def summary_rows(cmp: Comparison, title: str, left_out: int, cases_sheet: str) -
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
     status = "no regressions" if reg + fail == 0 else f"{reg} regressions, {fail} TOT failures"
+    skipped_tot, skipped_golden = counts["skipped_in_tot"], counts["skipped_in_golden"] + counts["skipped_in_both"]
     rows: list[list[Any]] = [
         [title],
         ["status", status],
+        *([["skipped under TOT", f"{skipped_tot} (unsupported under TOT; not blocking)"]] if skipped_tot else []),
+        *([["skipped under golden", f"{skipped_golden} (unsupported there; not failures)"]] if skipped_golden else []),
         ["cases", len(cmp.table)],
         ["published", time.strftime("%Y-%m-%d %H:%M:%S %Z")],
         ["details", f"worksheet '{cases_sheet}'" + (f" ({left_out} cases left out: cell limit)" if left_out else "")],

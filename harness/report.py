@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness.envinfo import ENV_ROWS, get
 from harness.errors import HarnessError
+from harness.fsutil import ensure_parent, write_bytes, write_text
 
 #: datasheet dense peaks: TFLOPS per operand type, and HBM TB/s. Sparse figures are not used.
 GPU_PEAKS: dict[str, dict[str, float]] = {
@@ -109,10 +110,56 @@ def config_label(cfg: str) -> str:
     return " ".join(parts) or "default"
 
 
+#: what a --ceilings file may set: the datasheet keys
+CEILING_KEYS = sorted({k for peaks in GPU_PEAKS.values() for k in peaks})
+
+
+def load_ceilings(path: Path) -> dict[str, float]:
+    """A --ceilings YAML: a mapping of datasheet keys (bf16, fp8, ..., hbm_tbs) to positive numbers."""
+    import yaml
+
+    from harness.errors import unknown_key
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such ceilings file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{path}: cannot read the ceilings ({err})") from None
+    except yaml.YAMLError as err:
+        raise HarnessError(f"{path}: not YAML: {' '.join(str(err).split())}") from None
+    if not isinstance(data, dict) or not data:
+        raise HarnessError(f"{path}: expected a mapping like {{bf16: 800, hbm_tbs: 3.0}}, got {type(data).__name__}")
+    out = {}
+    for key, value in data.items():
+        if key not in CEILING_KEYS:
+            raise unknown_key(str(path), str(key), CEILING_KEYS, "ceiling")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise HarnessError(
+                f"{path}: {key}: expected a positive number (TFLOPS, or TB/s for hbm_tbs), got {value!r}"
+            )
+        out[str(key)] = float(value)
+    return out
+
+
+def require_matplotlib() -> None:
+    """The report draws with matplotlib, an optional dependency: say how to get it instead of a traceback."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise HarnessError("harness report needs matplotlib: pip install 'harness[report]' (or matplotlib)") from None
+    matplotlib.use("Agg")
+
+
 def parse_vendor(path: Path) -> pd.DataFrame:
     """Vendor-baseline times from benchmarks/vendor_baseline.py: its markdown table or a CSV with kernel, B, M, N,
     K, torch_path, torch_us."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such vendor baseline file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{path}: cannot read the vendor baseline ({err})") from None
     if path.suffix == ".md":
         rows = []
         for line in text.splitlines():
@@ -133,7 +180,10 @@ def parse_vendor(path: Path) -> pd.DataFrame:
         if not rows:
             raise HarnessError(f"{path}: no vendor table rows (| kernel | B×M×N×K | ours µs | torch path | torch µs |)")
         return pd.DataFrame(rows)
-    df = pd.read_csv(path)
+    try:
+        df = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise HarnessError(f"{path}: not a vendor CSV ({' '.join(str(err).split())})") from None
     need = {"kernel", "B", "M", "N", "K", "torch_us"}
     if not need <= set(df.columns):
         raise HarnessError(f"{path}: vendor CSV needs columns {', '.join(sorted(need))}")
@@ -407,6 +457,7 @@ table{border-collapse:collapse;margin:.5em 0;font-size:12.5px}th,td{border:1px s
 th{background:#f4f4f4;position:sticky;top:0}table.sortable th{cursor:pointer;user-select:none}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.regression td{background:#fde2e1}tr.improvement td{background:#e3f4e4}tr.failed_in_tot td{background:#f6c6c3}
+tr.missing_in_tot td,tr.skipped_in_tot td{background:#fff3cd}
 .note{color:#666;font-size:12px}nav a{margin-right:1em}"""
 
 _JS = """document.querySelectorAll('table.sortable').forEach(function(t){
@@ -419,13 +470,25 @@ _JS = """document.querySelectorAll('table.sortable').forEach(function(t){
   rows.forEach(function(r){body.appendChild(r)});});});});"""
 
 
+def plain(v: float) -> str:
+    """A number as a reader writes it, never in exponent notation: thousands grouped, at least one decimal and
+    about four significant digits, trailing zeros dropped (58,490.1; 12.35; 0.5; 0.0001235); a whole number
+    without decimals."""
+    v = float(v)
+    if v == int(v) and abs(v) < 1e15:
+        return f"{int(v):,}"
+    decimals = min(max(3 - math.floor(math.log10(abs(v))), 1), 15)
+    text = f"{v:,.{decimals}f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
 def _cell(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         if not np.isfinite(v):
             return '<td class="num" data-v="">—</td>'
-        return f'<td class="num" data-v="{float(v)!r}">{v:.4g}</td>'
+        return f'<td class="num" data-v="{float(v)!r}">{plain(v)}</td>'
     if isinstance(v, (int, np.integer)):
-        return f'<td class="num" data-v="{int(v)}">{int(v)}</td>'
+        return f'<td class="num" data-v="{int(v)}">{int(v):,}</td>'
     return f"<td>{html.escape(str(v))}</td>"
 
 
@@ -464,12 +527,13 @@ def write_report(
     explain_dir: str = "",
     title: str = "",
 ) -> Path:
-    """Write ``out/index.html`` and the PNGs; returns the index path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """Write ``out/index.html`` and the PNGs; returns the index path. Every input is read and checked before
+    anything is drawn or written."""
     if not results and compare_csv is None:
         raise HarnessError("give at least one results CSV or --compare COMPARE.csv")
+    require_matplotlib()
+    override = load_ceilings(ceilings) if ceilings is not None else None
+    vendor_df = parse_vendor(vendor) if vendor is not None else None
     cmp = None
     if compare_csv is not None:
         from harness.compare import load_compare, locate_results
@@ -478,32 +542,23 @@ def write_report(
         if not results:
             results = [p for p in (locate_results(n, compare_csv) for n in (cmp.golden_path, cmp.tot_path)) if p]
     runs = load_runs(results)
-    override = None
-    if ceilings is not None:
-        try:
-            import yaml
-
-            override = yaml.safe_load(ceilings.read_text())
-        except (OSError, ValueError) as err:
-            raise HarnessError(f"{ceilings}: cannot read ceilings ({err})") from None
-        if not isinstance(override, dict) or not all(isinstance(v, (int, float)) for v in override.values()):
-            raise HarnessError(f"{ceilings}: expected a mapping like {{bf16: 800, hbm_tbs: 3.0}}")
     gpu_name = next((get(r.env, ("gpu", "name")) for r in runs if get(r.env, ("gpu", "name"))), "")
     gpu_label, peaks = peaks_for(gpu_name, override)
 
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_parent(out / "index.html")  # an unwritable --out is one line, before anything is drawn
     sections: list[str] = []
     nav: list[tuple[str, str]] = []
 
-    def section(anchor: str, heading: str, body: str) -> None:
-        nav.append((anchor, heading))
+    def section(anchor: str, heading: str, body: str, link: str = "") -> None:
+        """``link``: the navigation's text, short but naming the section (which run's scatter or tables)."""
+        nav.append((anchor, link or heading))
         sections.append(f'<h2 id="{anchor}">{html.escape(heading)}</h2>\n{body}')
 
     if cmp is not None:
         counts = cmp.counts()
         summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
         png = plot_delta(cmp.table, cmp.meta()["rule"])
-        (out / "delta.png").write_bytes(png)
+        write_bytes(out / "delta.png", png)
         t = cmp.table.copy()
         t["ratio"] = t["tot_us"] / t["golden_us"]
         cols = [
@@ -542,7 +597,7 @@ def write_report(
     else:
         note = f"no datasheet peaks for {html.escape(gpu_name or 'this GPU')}: pass --ceilings FILE"
     png = plot_roofline(runs, peaks, gpu_label)
-    (out / "roofline.png").write_bytes(png)
+    write_bytes(out / "roofline.png", png)
     section(
         "roofline",
         "Roofline",
@@ -553,17 +608,18 @@ def write_report(
     for i, run in enumerate(runs):
         png, ncfg = plot_scatter(run.df)
         name = f"scatter-{i}.png"
-        (out / name).write_bytes(png)
+        write_bytes(out / name, png)
         section(
             f"scatter-{i}",
             f"TFLOPS vs size by configuration — {run.label}",
             f"<p>{ncfg} configurations.</p>" + _img(name, png, "scatter"),
+            link=f"TFLOPS scatter: {run.label}",
         )
 
     disp = dispatch_table(runs)
     if len(disp):
         png = plot_dispatch(disp)
-        (out / "dispatch.png").write_bytes(png)
+        write_bytes(out / "dispatch.png", png)
         section("dispatch", "Per-dispatch breakdown", _img("dispatch.png", png, "dispatch") + html_table(disp))
     else:
         section(
@@ -572,16 +628,16 @@ def write_report(
             "<p>No case launched more than one kernel (no split-K or separate quantize).</p>",
         )
 
-    if vendor is not None:
-        vt = vendor_table(runs, parse_vendor(vendor))
+    if vendor_df is not None:
+        vt = vendor_table(runs, vendor_df)
         if len(vt):
             png = plot_vendor(vt)
-            (out / "vendor.png").write_bytes(png)
+            write_bytes(out / "vendor.png", png)
             section("vendor", "Relative to the vendor library", _img("vendor.png", png, "vendor") + html_table(vt))
         else:
             section("vendor", "Relative to the vendor library", f"<p>{html.escape(str(vendor))}: no case matches.</p>")
 
-    for run in runs:
+    for i, run in enumerate(runs):
         d = run.df.copy()
         if "config" in d.columns:
             d["config"] = d["config"].fillna("").map(config_label)
@@ -611,12 +667,17 @@ def write_report(
             f"<h3>{html.escape(k)}</h3>" + html_table(g[cols].drop(columns=["kernel"]))
             for k, g in d.groupby("kernel", sort=True)
         )
-        section(f"tables-{re.sub(r'[^a-z0-9]+', '-', run.label.lower())}", f"Per-kernel tables — {run.label}", body)
+        section(
+            f"tables-{i}-{re.sub(r'[^a-z0-9]+', '-', run.label.lower())}",
+            f"Per-kernel tables — {run.label}",
+            body,
+            link=f"Tables: {run.label}",
+        )
 
     section("env", "Environments", html_table(env_table(runs), cls="env"))
 
     title = title or ("Kernel report: " + " vs ".join(r.label for r in runs))
-    navhtml = "<nav>" + "".join(f'<a href="#{a}">{html.escape(h.split(" — ")[0])}</a>' for a, h in nav) + "</nav>"
+    navhtml = "<nav>" + "".join(f'<a href="#{a}">{html.escape(text)}</a>' for a, text in nav) + "</nav>"
     page = (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
@@ -624,5 +685,5 @@ def write_report(
         f"{navhtml}{''.join(sections)}<script>{_JS}</script></body></html>"
     )
     index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
+    write_text(index, page)
     return index

@@ -14,15 +14,26 @@ VERDICTS = (
     "regression",
     "failed_in_tot",
     "missing_in_tot",
+    "skipped_in_tot",
     "improvement",
     "ok",
     "ignored",
     "new_in_tot",
     "failed_in_golden",
     "failed_in_both",
+    "skipped_in_golden",
+    "skipped_in_both",
 )
-#: verdicts that fail a gated check (``--fail-on-regression``)
+#: verdicts that fail a gated check (``--fail-on-regression``). ``skipped_in_tot`` is not one: a skip is the
+#: kernel's own ``supported()`` answer for that stack, given before anything is compiled or launched, so it says
+#: the kernel's capability check changed its mind, not that TOT produced a slower or wrong kernel. It is shown
+#: next to the blocking verdicts (terminal, markdown headline) so a lost kernel is never missed; see
+#: docs/results-format.md.
 BLOCKING = ("regression", "failed_in_tot")
+#: verdicts where a stack declined the case (status ``skipped``: unsupported there), not a failure
+SKIPPED = ("skipped_in_tot", "skipped_in_golden", "skipped_in_both")
+#: verdicts listed with the regressions, worst first: what a reviewer must look at
+ATTENTION = ("regression", "failed_in_tot", "missing_in_tot", "skipped_in_tot")
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,10 @@ def timed_verdicts(golden_us: np.ndarray, tot_us: np.ndarray, rule: Rule) -> np.
     ).astype(object)
 
 
+def _flags(flags: np.ndarray | None, like: np.ndarray) -> np.ndarray:
+    return np.zeros(like.shape, dtype=bool) if flags is None else np.asarray(flags, dtype=bool)
+
+
 def verdict_codes(
     golden_us: np.ndarray,
     tot_us: np.ndarray,
@@ -82,6 +97,8 @@ def verdict_codes(
     golden_timed: np.ndarray,
     tot_timed: np.ndarray,
     rule: Rule,
+    golden_skipped: np.ndarray | None = None,
+    tot_skipped: np.ndarray | None = None,
 ) -> np.ndarray:
     """Like :func:`verdicts`, as int8 indices into :data:`VERDICTS` (which is ordered worst first)."""
     code = {v: i for i, v in enumerate(VERDICTS)}
@@ -89,6 +106,8 @@ def verdict_codes(
     in_t = np.asarray(in_tot, dtype=bool)
     g_ok = in_g & np.asarray(golden_timed, dtype=bool)
     t_ok = in_t & np.asarray(tot_timed, dtype=bool)
+    g_skip = in_g & ~g_ok & _flags(golden_skipped, in_g)
+    t_skip = in_t & ~t_ok & _flags(tot_skipped, in_t)
     g = np.asarray(golden_us, dtype=np.float64)
     t = np.asarray(tot_us, dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -97,9 +116,20 @@ def verdict_codes(
             [code["ignored"], code["regression"], code["improvement"]],
             default=code["ok"],
         )
+    # a skip is a verdict of its own only where the other side is timed or skipped too: a failure beside a skip
+    # is still news (failed_in_both), and its note names both statuses
     return np.select(
-        [~in_t, ~in_g, g_ok & t_ok, g_ok & ~t_ok, ~g_ok & t_ok],
-        [code["missing_in_tot"], code["new_in_tot"], timed, code["failed_in_tot"], code["failed_in_golden"]],
+        [~in_t, ~in_g, g_ok & t_ok, g_ok & t_skip, g_ok, g_skip & t_ok, t_ok, g_skip & t_skip],
+        [
+            code["missing_in_tot"],
+            code["new_in_tot"],
+            timed,
+            code["skipped_in_tot"],
+            code["failed_in_tot"],
+            code["skipped_in_golden"],
+            code["failed_in_golden"],
+            code["skipped_in_both"],
+        ],
         default=code["failed_in_both"],
     ).astype(np.int8)
 
@@ -112,11 +142,17 @@ def verdicts(
     golden_timed: np.ndarray,
     tot_timed: np.ndarray,
     rule: Rule,
+    golden_skipped: np.ndarray | None = None,
+    tot_skipped: np.ndarray | None = None,
 ) -> np.ndarray:
     """The full verdict for each joined case.
 
     ``in_*``: the case has a row in that file; ``*_timed``: that row's status carries a time
-    (``ok``, or ``unstable`` — the median of five reps, compared like any other time).
+    (``ok``, or ``unstable`` — the median of five reps, compared like any other time); ``*_skipped``: that row's
+    status is ``skipped`` (the kernel declared the case unsupported under that stack; default: none).
+    A side that is neither timed nor skipped failed.
     """
-    codes = verdict_codes(golden_us, tot_us, in_golden, in_tot, golden_timed, tot_timed, rule)
+    codes = verdict_codes(
+        golden_us, tot_us, in_golden, in_tot, golden_timed, tot_timed, rule, golden_skipped, tot_skipped
+    )
     return np.asarray(VERDICTS, dtype=object)[codes]

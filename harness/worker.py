@@ -64,10 +64,80 @@ def _tail(text: str, n: int = 1500) -> str:
     return text if len(text) <= n else "..." + text[-n:]
 
 
-def _error_text(exc: BaseException) -> str:
-    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    last = "".join(tb[-3:]).strip()
-    return _tail(f"{type(exc).__name__}: {exc}".strip() + "\n" + last, 2000)
+#: an error text's length: the driver keeps the last 1,500 characters of it (runner._row), prefixes included
+ERROR_CHARS = 1400
+
+
+def _chain(exc: BaseException) -> list[tuple[str, BaseException]]:
+    """The exception and the ones it chains to, as (how it links to the one before, exception); at most 5."""
+    out: list[tuple[str, BaseException]] = [("", exc)]
+    seen = {id(exc)}
+    while len(out) < 5:
+        e = out[-1][1]
+        nxt, how = (e.__cause__, "caused by") if e.__cause__ is not None else (e.__context__, "while handling")
+        if nxt is None or e.__suppress_context__ and e.__cause__ is None or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        out.append((how, nxt))
+    return out
+
+
+def _where(exc: BaseException, files: tuple[str, ...], repo: str) -> str:
+    """``file:line in function`` of the last frame of ``exc`` inside ``files`` (the kernel's own file), else
+    inside ``repo`` other than this worker; "" when the failure never passed through either."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{_short_path(exc.filename, repo)}:{exc.lineno}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    real = {os.path.realpath(f) for f in files}
+    mine = [f for f in frames if os.path.realpath(f.filename) in real]
+    if not mine and repo:
+        root = os.path.realpath(repo) + os.sep
+        here = os.path.realpath(__file__)
+        mine = [
+            f for f in frames if os.path.realpath(f.filename).startswith(root) and os.path.realpath(f.filename) != here
+        ]
+    if not mine:
+        return ""
+    f = mine[-1]
+    return f"{_short_path(f.filename, repo)}:{f.lineno} in {f.name}"
+
+
+def _short_path(path: str, repo: str) -> str:
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(repo)) if repo else path
+    return path if rel.startswith("..") else rel
+
+
+def _error_text(exc: BaseException, files: tuple[str, ...] = (), repo: str = "") -> str:
+    """An error as one summary line, then the traceback's end. The summary names each exception of the chain
+    (``raise X from Y``: Y is the cause) with the file and line where it was raised in the kernel's own file
+    (``files``), so a user kernel's failing line survives even when the exception came out of Triton."""
+    parts = []
+    for how, e in _chain(exc):
+        msg = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+        where = _where(e, files, repo)
+        text = f"{type(e).__name__}: {msg}".rstrip(": ") + (f" ({where})" if where else "")
+        parts.append(f"{how} {text}" if how else text)
+    head = "; ".join(parts)
+    if len(head) > ERROR_CHARS // 2:
+        head = head[: ERROR_CHARS // 2 - 3] + "..."
+    body = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).strip()
+    return head + "\n" + _tail(body, ERROR_CHARS - len(head) - 4)  # 4: the newline and _tail's "..."
+
+
+def _kernel_files(k: Any) -> tuple[str, ...]:
+    """The file a kernel object comes from (a module, or a class in a user's file)."""
+    mod = k if hasattr(k, "__file__") else sys.modules.get(getattr(k, "__module__", ""), None)
+    f = getattr(mod, "__file__", None)
+    return (f,) if f else ()
+
+
+def _spec_files(case: dict[str, Any]) -> tuple[str, ...]:
+    """The file a path kernel spec names (``dir/file.py:name``), for errors raised while loading it."""
+    spec = str(case.get("kernel", ""))
+    if ".py" not in spec:
+        return ()
+    path = spec.partition(".py")[0] + ".py"
+    return (os.path.join(case["base"], path) if case.get("base") and not os.path.isabs(path) else path,)
 
 
 def _compile_error(exc: BaseException) -> bool:
@@ -85,6 +155,17 @@ def _compile_error(exc: BaseException) -> bool:
             tb = tb.tb_next
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _output_problem(inputs: Any, torch: Any) -> str:
+    """What is wrong with make_inputs' answer ("" when it is a dict holding a tensor 'y')."""
+    if not isinstance(inputs, dict):
+        return f"got {type(inputs).__name__}"
+    if "y" not in inputs:
+        return "no 'y' among its keys: " + (", ".join(map(repr, list(inputs)[:8])) or "none")
+    if not isinstance(inputs["y"], torch.Tensor):
+        return f"'y' is a {type(inputs['y']).__name__}"
+    return ""
 
 
 class Worker:
@@ -227,7 +308,8 @@ class Worker:
         try:
             k = self._kernel(case)
         except Exception as exc:  # noqa: BLE001 - a user kernel file that does not import is this case's failure
-            return {**out, "status": "compile_error", "error": _error_text(exc)}
+            return {**out, "status": "compile_error", "error": _error_text(exc, _spec_files(case), self.repo)}
+        files = _kernel_files(k)
         named = case.get("dtype")
         out["dtype"] = named if named in getattr(k, "DTYPES", {}) else getattr(k, "INPUT_DTYPE", named or "")
         why = k.supported(case) if hasattr(k, "supported") else None
@@ -242,8 +324,15 @@ class Worker:
         try:
             inputs = k.make_inputs(case, int(case.get("seed", 0)))
         except Exception as exc:  # noqa: BLE001
-            return {**out, "status": "runtime_error", "error": "make_inputs: " + _error_text(exc)}
+            return {**out, "status": "runtime_error", "error": "make_inputs: " + _error_text(exc, files, self.repo)}
         self._evict(cid)
+        bad = _output_problem(inputs, self.torch)
+        if bad:
+            return {
+                **out,
+                "status": "runtime_error",
+                "error": f"make_inputs must return a dict with an output tensor 'y' ({bad})",
+            }
         y = inputs["y"]
         self.C.poison_(y)
         t0 = time.perf_counter()
@@ -255,7 +344,7 @@ class Worker:
             self._sync()
         except Exception as exc:  # noqa: BLE001
             status = "compile_error" if _compile_error(exc) else "runtime_error"
-            return {**out, "status": status, "error": _error_text(exc)}
+            return {**out, "status": status, "error": _error_text(exc, files, self.repo)}
         out["compile_s"] = time.perf_counter() - t0
         if artifacts:
             try:
@@ -268,7 +357,7 @@ class Worker:
                 ref = k.reference(inputs)
                 err = self.C.rel_frobenius(result, ref)
             except Exception as exc:  # noqa: BLE001
-                return {**out, "status": "runtime_error", "error": "reference: " + _error_text(exc)}
+                return {**out, "status": "runtime_error", "error": "reference: " + _error_text(exc, files, self.repo)}
             tol = float(k.tolerance(case))
             out["rel_err"] = err
             if not err <= tol:
@@ -381,7 +470,8 @@ class Worker:
             else:
                 samples, dispatch = self._time_wallclock(op, n), None
         except Exception as exc:  # noqa: BLE001
-            return {"case_id": case["case_id"], "status": "runtime_error", "error": "timing: " + _error_text(exc)}
+            error = "timing: " + _error_text(exc, _kernel_files(k), self.repo)
+            return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
         res: dict[str, Any] = {"case_id": case["case_id"], "status": "ok", "n": len(samples)}
         if samples:
             res["time_us"] = statistics.median(samples)

@@ -253,3 +253,91 @@ def test_clock_note_reaches_the_table(write):
     assert list(table["verdict"]) == ["regression"] * 3
     assert table.loc["a", "note"] == "NVML SM clock 1980 -> 1920 MHz (-3.0 %)"
     assert table.loc["b", "note"] == "" and table.loc["c", "note"] == "", "no clock on one side: no note"
+
+
+SKIPS_G = (
+    "k,both_ok,1,1,1,1,fp16,10.0,ok,,\n"
+    "k,lost,1,1,1,1,fp16,10.0,ok,,\n"
+    "k,gained,1,1,1,1,fp16,,skipped,,needs Triton >= 3.9 (tl.dot_scaled)\n"
+    "k,never,1,1,1,1,fp16,,skipped,,needs Triton >= 3.9 (tl.dot_scaled)\n"
+    "k,mixed,1,1,1,1,fp16,,skipped,,needs Triton >= 3.9 (tl.dot_scaled)\n"
+)
+SKIPS_T = (
+    "k,both_ok,1,1,1,1,fp16,10.0,ok,,\n"
+    "k,lost,1,1,1,1,fp16,,skipped,,unsupported on this stack\n"
+    "k,gained,1,1,1,1,fp16,10.0,ok,,\n"
+    "k,never,1,1,1,1,fp16,,skipped,,unsupported on this stack\n"
+    "k,mixed,1,1,1,1,fp16,,runtime_error,,ValueError: boom\n"
+)
+
+
+def test_skipped_cases_get_skip_verdicts_not_failures(write):
+    cmp = compare_files(write("g.csv", HEADER + SKIPS_G), write("t.csv", HEADER + SKIPS_T))
+    t = cmp.table.set_index("case_id")
+    assert t["verdict"].to_dict() == {
+        "both_ok": "ok",
+        "lost": "skipped_in_tot",
+        "gained": "skipped_in_golden",
+        "never": "skipped_in_both",
+        "mixed": "failed_in_both",
+    }
+    counts = cmp.counts()
+    assert counts["skipped_in_tot"] == counts["skipped_in_golden"] == counts["skipped_in_both"] == 1
+    assert counts["failed_in_golden"] == counts["failed_in_tot"] == 0
+    assert cmp.blocking == 0, "skipped_in_tot does not block --fail-on-regression"
+    assert t.loc["lost", "note"] == "TOT skipped: unsupported on this stack"
+    # neither side timed: the note names both statuses
+    assert (
+        t.loc["mixed", "note"]
+        == "TOT runtime_error: ValueError: boom; golden skipped: needs Triton >= 3.9 (tl.dot_scaled)"
+    )
+
+
+def test_skipped_in_tot_alone_passes_the_gate_but_is_listed(write, capsys):
+    from harness.cli import main
+
+    g, t = write("g.csv", HEADER + SKIPS_G), write("t.csv", HEADER + SKIPS_T)
+    with pytest.raises(SystemExit) as ex:
+        main(["compare", str(g), str(t), "--fail-on-regression"])
+    assert ex.value.code == 0
+    out = capsys.readouterr().out
+    assert "skipped_in_tot" in out and "lost" in out
+
+
+def test_old_compare_files_load_and_their_skips_are_relabelled(tmp_path):
+    # files written before the skip verdicts called a skipped side failed_in_*
+    old = tmp_path / "old.csv"
+    old.write_text(
+        "kernel,case_id,golden_us,tot_us,verdict,golden_status,tot_status,note\n"
+        "k,a,,10.0,failed_in_golden,skipped,ok,golden skipped: needs Triton >= 3.9\n"
+        "k,b,10.0,,failed_in_tot,ok,skipped,TOT skipped: x\n"
+        "k,c,,,failed_in_both,skipped,skipped,\n"
+        "k,d,,,failed_in_both,skipped,timeout,\n"
+        "k,e,,10.0,failed_in_golden,compile_error,ok,\n"
+        "k,f,10.0,10.1,ok,ok,ok,\n"
+    )
+    v = load_compare(old).table.set_index("case_id")["verdict"].to_dict()
+    assert v == {
+        "a": "skipped_in_golden",
+        "b": "skipped_in_tot",
+        "c": "skipped_in_both",
+        "d": "failed_in_both",
+        "e": "failed_in_golden",
+        "f": "ok",
+    }
+
+
+@pytest.mark.parametrize(
+    "path", sorted((DATA.parents[1] / "reports").glob("*/compare*.csv")), ids=lambda p: p.parent.name + "/" + p.name
+)
+def test_committed_compare_files_still_load(path):
+    cmp = load_compare(path)
+    assert sum(cmp.counts().values()) == len(cmp.table) > 0
+    assert list(cmp.table["verdict"]) == list(pd.read_csv(path)["verdict"]), "no skip in them: nothing relabelled"
+
+
+def test_unknown_verdict_in_a_compare_file_is_one_line(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_text("kernel,case_id,golden_us,tot_us,verdict\nk,a,1,1,skiped_in_tot\n")
+    with pytest.raises(HarnessError, match=r"line 2: unknown verdict 'skiped_in_tot'"):
+        load_compare(p)

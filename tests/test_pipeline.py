@@ -46,7 +46,7 @@ def test_golden_vs_tot_on_cpu(tmp_path):
     assert (t["rel_err"] < 1e-2).all()
     cmp = compare_files(tmp_path / "golden.csv", tmp_path / "tot.csv")
     v = cmp.table.set_index("kernel")["verdict"]
-    assert set(v[v.index.str.contains("fp4")]) == {"failed_in_golden"}
+    assert set(v[v.index.str.contains("fp4")]) == {"skipped_in_golden"}  # unsupported under 3.6.0: not a failure
     r = subprocess.run(
         [
             sys.executable,

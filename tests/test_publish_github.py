@@ -156,3 +156,58 @@ def test_retry_wait_reads_seconds_and_falls_back_to_backoff():
     assert retry_wait(None, 1.0, 3, cap=60) == 8.0 and retry_wait("", 0.5, 0, cap=60) == 0.5
     assert retry_wait("Wed, 21 Oct 2026 07:28:00 GMT", 1.0, 2, cap=60) == 4.0  # HTTP-date: backoff
     assert retry_wait("600", 1.0, 0, cap=60) == 60 and retry_wait(None, 1.0, 10, cap=64) == 64
+
+
+def _publish_cli(capsys, monkeypatch, compare_csv, *args) -> str:
+    from harness.cli import main
+
+    monkeypatch.setenv("GITHUB_TOKEN", "s3cret")
+    with pytest.raises(SystemExit) as ex:
+        main(["publish", "github", str(compare_csv), *args])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "s3cret" not in err
+    return err.strip()
+
+
+@pytest.fixture
+def compare_csv(tmp_path):
+    return write_compare(compare_files(DATA / "golden.csv", DATA / "tot.csv"), tmp_path / "c.csv")
+
+
+@pytest.mark.parametrize("repo", ["a b/c", "abc", "o/r/x", "-o/r", "o/..", "o/", "/r", "o--/r", "ow ner/r"])
+def test_bad_repo_is_one_line_before_any_request(server, capsys, monkeypatch, compare_csv, repo):
+    gh, url = server
+    err = _publish_cli(capsys, monkeypatch, compare_csv, "--repo", repo, "--pr", "7", "--api-url", url)
+    assert err == f"harness: error: --repo {repo!r}: expected OWNER/NAME, e.g. ROCm/aiter"
+    assert gh.requests == []
+
+
+@pytest.mark.parametrize(
+    "api_url, expect",
+    [
+        ("notaurl", "expected an http(s) URL with a host"),
+        ("ftp://api.github.com", "expected an http(s) URL with a host"),
+        ("https://", "expected an http(s) URL with a host"),
+        ("http://host:port/api", "not a URL"),
+        ("https://api.github.com/?page=2", "without ?query or #fragment"),
+    ],
+)
+def test_bad_api_url_is_one_line(capsys, monkeypatch, compare_csv, api_url, expect):
+    err = _publish_cli(capsys, monkeypatch, compare_csv, "--repo", "o/r", "--pr", "7", "--api-url", api_url)
+    assert err.startswith(f"harness: error: --api-url {api_url!r}: ") and expect in err
+
+
+def test_bad_pr_number_is_one_line(server, capsys, monkeypatch, compare_csv):
+    gh, url = server
+    err = _publish_cli(capsys, monkeypatch, compare_csv, "--repo", "o/r", "--pr", "0", "--api-url", url)
+    assert err.startswith("harness: error: ") and "--pr" in err and gh.requests == []
+
+
+def test_valid_repos_and_urls_pass():
+    from harness.publish_github import check_api_url, check_repo
+
+    for repo in ("ROCm/aiter", "triton-lang/triton", "o/r.github.io", "a1/_x-y.z"):
+        assert check_repo(repo) == repo
+    for url in ("https://api.github.com", "https://ghe.example.com/api/v3", "http://127.0.0.1:8080"):
+        assert check_api_url(url) == url

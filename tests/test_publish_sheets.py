@@ -210,3 +210,25 @@ def test_value_batches_cover_every_row_once_within_the_size():
             rows += item["values"]
             expect_row += len(item["values"])
     assert rows == cases
+
+
+def test_skips_have_their_own_summary_rows_and_colors(write):
+    from harness.publish_sheets import VERDICT_COLORS, format_requests, summary_rows
+    from tests.conftest import HEADER
+
+    g = write(
+        "g.csv", HEADER + "k,a,1,1,1,1,fp16,10.0,ok,,\nk,b,1,1,1,1,fp16,,skipped,,needs 3.9\nk,c,1,1,1,1,fp16,9,ok,,\n"
+    )
+    t = write("t.csv", HEADER + "k,a,1,1,1,1,fp16,,skipped,,no\nk,b,1,1,1,1,fp16,10.0,ok,,\nk,c,1,1,1,1,fp16,9,ok,,\n")
+    rows = summary_rows(compare_files(g, t), "T", 0, "T · cases")
+    assert ["status", "no regressions"] in rows
+    assert ["skipped under TOT", "1 (unsupported under TOT; not blocking)"] in rows
+    assert ["skipped under golden", "1 (unsupported there; not failures)"] in rows
+    assert ["skipped_in_tot", 1] in rows and ["skipped_in_golden", 1] in rows
+    assert VERDICT_COLORS["skipped_in_tot"] != VERDICT_COLORS["failed_in_tot"]
+    rules = [
+        r["addConditionalFormatRule"]["rule"]
+        for r in format_requests(1, 2, 4, 18, 12)
+        if "addConditionalFormatRule" in r
+    ]
+    assert any('="skipped_in_tot"' in r["booleanRule"]["condition"]["values"][0]["userEnteredValue"] for r in rules)

@@ -165,3 +165,115 @@ def test_sweep_report_with_many_configurations(browser, tmp_path):
     assert text.count("data:image/png;base64,") == 2  # roofline + the scatter (three kernel panels)
     ok_configs = df[df["status"] == "ok"]["config"].nunique()  # configs that compiled (shared memory limits)
     assert ok_configs >= 40 and f"<p>{ok_configs} configurations.</p>" in text
+
+
+@pytest.fixture(scope="module")
+def h100_page(tmp_path_factory):
+    """The report of the committed H100 comparison (golden and TOT results beside it, as in a CI artifact)."""
+    tmp = tmp_path_factory.mktemp("h100")
+    for name in (
+        "compare.csv",
+        "compare.csv.meta.json",
+        "golden.csv",
+        "golden.csv.env.json",
+        "tot.csv",
+        "tot.csv.env.json",
+    ):
+        shutil.copy(H100 / name, tmp / name)
+    index = write_report([], tmp / "report", compare_csv=tmp / "compare.csv")
+    return index.read_text(encoding="utf-8")
+
+
+def test_report_tables_print_plain_numbers(h100_page):
+    import re
+
+    cells = re.findall(r'<td class="num" data-v="[^"]*">([^<]*)</td>', h100_page)
+    assert len(cells) > 1000
+    assert not [c for c in cells if re.search(r"\de[+-]?\d", c)], "no exponent notation"
+    golden_max = pd.read_csv(H100 / "compare.csv")["golden_us"].max()  # 58488.9203 µs
+    assert f">{golden_max:,.1f}<" in h100_page and ">58,488.9<" in h100_page
+
+
+def test_report_navigation_names_every_section(h100_page):
+    import re
+
+    nav = re.search(r"<nav>(.*?)</nav>", h100_page).group(1)
+    links = re.findall(r'<a href="#([^"]+)">([^<]+)</a>', nav)
+    texts = [t for _, t in links]
+    assert len(texts) == len(set(texts)), texts
+    assert {"TFLOPS scatter: golden", "TFLOPS scatter: tot", "Tables: golden", "Tables: tot"} <= set(texts)
+    ids = re.findall(r'<h2 id="([^"]+)">', h100_page)
+    assert [a for a, _ in links] == ids, "every link leads to its own section"
+
+
+def test_plain_numbers():
+    from harness.report import plain
+
+    assert [plain(v) for v in (58490.12, 12.3456, 0.5, 0.000123456, -9.53, 16.0, 1234567.0)] == [
+        "58,490.1",
+        "12.35",
+        "0.5",
+        "0.0001235",
+        "-9.53",
+        "16",
+        "1,234,567",
+    ]
+
+
+def _report_cli(capsys, *args) -> str:
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["report", *map(str, args)])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("bf16: [800\n", "not YAML"),
+        ("- 800\n- 3.0\n", "expected a mapping like {bf16: 800, hbm_tbs: 3.0}, got list"),
+        ("bf61: 800\n", "unknown ceiling 'bf61' (did you mean 'bf16'?)"),
+        ("bf16: fast\n", "bf16: expected a positive number"),
+        ("hbm_tbs: -3\n", "hbm_tbs: expected a positive number"),
+        ("bf16: true\n", "bf16: expected a positive number"),
+        ("", "expected a mapping"),
+    ],
+)
+def test_bad_ceilings_are_one_line(tmp_path, capsys, text, expect):
+    p = tmp_path / "ceilings.yaml"
+    p.write_text(text)
+    err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "r", "--ceilings", p)
+    assert err.startswith(f"harness: error: {p}: ") and expect in err
+    assert not (tmp_path / "r").exists(), "nothing is written before the inputs are checked"
+
+
+def test_missing_vendor_and_ceilings_files_are_one_line(tmp_path, capsys):
+    err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "r", "--vendor", tmp_path / "missing.md")
+    assert err.strip() == f"harness: error: {tmp_path / 'missing.md'}: no such vendor baseline file"
+    err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "r", "--ceilings", tmp_path / "nope.yaml")
+    assert err.strip() == f"harness: error: {tmp_path / 'nope.yaml'}: no such ceilings file"
+
+
+def test_report_without_matplotlib_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['matplotlib'] = None  # import matplotlib now raises ImportError\n"
+        "from harness.cli import main; main(sys.argv[1:])"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "report", str(H100 / "golden.csv"), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        "harness: error: harness report needs matplotlib: pip install 'harness[report]' (or matplotlib)"
+    ]

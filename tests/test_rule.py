@@ -146,3 +146,67 @@ def test_nan_times_never_flag_when_not_timed():
 def test_bad_rule_parameters(kw):
     with pytest.raises(ValueError):
         Rule(**kw)
+
+
+# (golden side, TOT side) -> verdict; a side is timed, skipped (unsupported there), failed, or absent
+SKIP_MATRIX = {
+    ("timed", "skipped"): "skipped_in_tot",
+    ("skipped", "timed"): "skipped_in_golden",
+    ("skipped", "skipped"): "skipped_in_both",
+    ("skipped", "failed"): "failed_in_both",  # a failure beside a skip is still a failure
+    ("failed", "skipped"): "failed_in_both",
+    ("timed", "failed"): "failed_in_tot",
+    ("failed", "timed"): "failed_in_golden",
+    ("skipped", "absent"): "missing_in_tot",
+    ("absent", "skipped"): "new_in_tot",
+}
+
+
+@pytest.mark.parametrize("sides, expect", SKIP_MATRIX.items())
+def test_skips_are_verdicts_of_their_own(sides, expect):
+    g_side, t_side = sides
+    flag = lambda side, what: np.array([side == what])  # noqa: E731
+    v = verdicts(
+        np.array([10.0 if g_side == "timed" else np.nan]),
+        np.array([10.0 if t_side == "timed" else np.nan]),
+        ~flag(g_side, "absent"),
+        ~flag(t_side, "absent"),
+        flag(g_side, "timed"),
+        flag(t_side, "timed"),
+        RULE,
+        flag(g_side, "skipped"),
+        flag(t_side, "skipped"),
+    )
+    assert v[0] == expect
+
+
+@settings(max_examples=50)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["timed", "skipped", "failed"]), st.sampled_from(["timed", "skipped", "failed"])),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_skip_flags_never_change_timed_or_failed_verdicts(rows):
+    """Without the skip flags a skip reads as a failure (the old verdicts); with them only those rows change."""
+    g_side, t_side = (np.array(c) for c in zip(*rows))
+    times = np.where(g_side == "timed", 10.0, np.nan), np.where(t_side == "timed", 10.0, np.nan)
+    ones = np.ones(len(rows), dtype=bool)
+    args = (*times, ones, ones, g_side == "timed", t_side == "timed", RULE)
+    old, new = verdicts(*args), verdicts(*args, g_side == "skipped", t_side == "skipped")
+    for i, (g, t) in enumerate(rows):
+        if "skipped" not in (g, t):
+            assert new[i] == old[i]
+        else:
+            assert new[i] == SKIP_MATRIX.get((g, t), old[i])
+
+
+def test_skips_do_not_block_and_the_vocabulary_is_one():
+    from harness.rule import ATTENTION, BLOCKING, SKIPPED
+
+    assert len(set(VERDICTS)) == len(VERDICTS)
+    assert set(BLOCKING) | set(SKIPPED) | set(ATTENTION) <= set(VERDICTS)
+    assert not set(SKIPPED) & set(BLOCKING), "a stack declining a case is not a regression"
+    assert "skipped_in_tot" in ATTENTION, "but a kernel lost under TOT is listed with the regressions"
+    assert VERDICTS.index("skipped_in_tot") < VERDICTS.index("improvement"), "shown worst first, before gains"

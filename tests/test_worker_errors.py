@@ -1,0 +1,89 @@
+"""A failed case's error text: one summary line that keeps the chained cause and the user's file and line, then the
+traceback's end. Driven through the worker's prepare in process (Triton's CPU interpreter), with the user kernels of
+tests/data/error_kernels.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import worker
+from tests.conftest import DATA, ROOT
+
+FILE = "tests/data/error_kernels.py"
+
+
+def line_of(marker: str) -> int:
+    lines = (DATA / "error_kernels.py").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if marker in line)
+
+
+@pytest.fixture(scope="module")
+def w():
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TRITON_INTERPRET", "1")  # no GPU here; set before the worker imports Triton
+    yield worker.Worker(str(ROOT), "wallclock", 0.5)
+    mp.undo()
+
+
+def prepare(w, name: str) -> dict:
+    case = {"kernel": f"error_kernels.py:{name}", "case_id": "c", "base": str(DATA), "B": 1, "M": 4, "N": 4, "K": 4}
+    return w.prepare(case)
+
+
+def test_raise_from_keeps_the_cause_and_the_users_lines(w):
+    res = prepare(w, "chained")
+    assert res["status"] == "runtime_error"
+    first = res["error"].splitlines()[0]
+    raise_line, cause_line = line_of("ERROR_KERNELS_RAISE_LINE"), line_of('config["BLOCK"]')
+    assert first == (
+        f"ValueError: config has no BLOCK size ({FILE}:{raise_line} in _pick_block); "
+        f"caused by KeyError: 'BLOCK' ({FILE}:{cause_line} in _pick_block)"
+    )
+    assert "The above exception was the direct cause" in res["error"], "the traceback's end follows"
+    assert len(res["error"]) <= 1500, "the driver keeps the last 1,500 characters: the summary must survive"
+
+
+def test_an_error_out_of_triton_names_the_users_failing_line(w):
+    res = prepare(w, "in_triton")
+    assert res["status"] in ("runtime_error", "compile_error")
+    first = res["error"].splitlines()[0]
+    # Triton raised it, in its interpreter; the lines that matter are the user's launch and kernel source
+    assert f"({FILE}:{line_of('_copy[(1,)]')} in launch)" in first
+    assert (
+        f"caused by ValueError: arange's range must be a power of 2 ({FILE}:{line_of('ERROR_KERNELS_ARANGE')}" in first
+    )
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [("no_y", "no 'y' among its keys: 'x', 'out'"), ("not_a_dict", "got list")],
+)
+def test_make_inputs_without_y_is_a_one_line_runtime_error(w, name, why):
+    res = prepare(w, name)
+    assert res["status"] == "runtime_error"
+    assert res["error"] == f"make_inputs must return a dict with an output tensor 'y' ({why})"
+
+
+def test_the_summary_follows_context_and_stops_where_the_user_said_from_none():
+    def fail(suppress: bool):
+        try:
+            {}["k"]
+        except KeyError:
+            if suppress:
+                raise RuntimeError("clean") from None
+            raise RuntimeError("while handling it")  # noqa: B904 - the implicit context is what is tested
+
+    for suppress, expect in ((False, "RuntimeError: while handling it"), (True, "RuntimeError: clean")):
+        with pytest.raises(RuntimeError) as ei:
+            fail(suppress)
+        first = worker._error_text(ei.value).splitlines()[0]
+        assert first.startswith(expect)
+        assert ("while handling KeyError: 'k'" in first) is not suppress, first
+
+
+def test_a_huge_message_keeps_the_summary_within_the_drivers_limit():
+    try:
+        raise ValueError("x" * 10_000 + "\nsecond line")
+    except ValueError as err:
+        text = worker._error_text(err)
+    assert len(text) <= worker.ERROR_CHARS and text.startswith("ValueError: xxx") and "second line" in text
