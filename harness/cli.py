@@ -66,9 +66,8 @@ def compare(
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
     from harness.compare import compare_files, meta_path, write_compare
-    from harness.fsutil import refuse_overwrite, write_text
+    from harness.fsutil import check_writable, refuse_overwrite, write_text
     from harness.markdown import render_markdown
-    from harness.outputs import check_writable
     from harness.results import sidecar_path
     from harness.rule import Rule
     from harness.terminal import print_comparison, stderr

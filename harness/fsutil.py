@@ -52,13 +52,28 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def ensure_parent(path: Path) -> None:
-    """Create ``path``'s folder; a folder that cannot be made is one line naming it."""
+    """Create ``path``'s folder; a folder that cannot be made or written into is one line naming it."""
+    check_writable("", path)
+
+
+def check_writable(option: str, path: str | os.PathLike[str]) -> None:
+    """An output path that cannot be written is one line before any work (``option`` names it in the message):
+    a folder in its place, a file where a folder should be, a folder that cannot be made or written into."""
+    p = Path(path)
+    what = f"{option} {p}".strip()
+    if p.is_dir():
+        raise HarnessError(f"{what}: is a directory, expected a file name")
+    blocker = next((a for a in p.parents if a.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise HarnessError(f"{what}: {blocker} is a file, not a folder")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise HarnessError(f"{path}: cannot create folder {path.parent}: {err.strerror}") from None
-    if not os.access(path.parent, os.W_OK):
-        raise HarnessError(f"{path}: folder {path.parent} is not writable")
+        raise HarnessError(f"{what}: cannot create folder {p.parent}: {err.strerror}") from None
+    if not os.access(p.parent, os.W_OK):
+        raise HarnessError(f"{what}: folder {p.parent} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise HarnessError(f"{what}: the file is not writable")
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -123,22 +123,3 @@ def _show(v: Any) -> str:
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}={x}" for k, x in sorted(v.items())) + "}" if v else "{}"
     return str(v)
-
-
-def check_writable(option: str, path: str | os.PathLike[str]) -> None:
-    """An output path that cannot be written is one line before any work: a folder in its place, a folder that
-    cannot be made or written into."""
-    p = Path(path)
-    if p.is_dir():
-        raise HarnessError(f"{option} {p}: is a directory, expected a file name")
-    blocker = next((a for a in p.parents if a.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise HarnessError(f"{option} {p}: {blocker} is a file, not a folder")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise HarnessError(f"{option} {p}: cannot create folder {p.parent}: {err.strerror}") from None
-    if not os.access(p.parent, os.W_OK):
-        raise HarnessError(f"{option} {p}: folder {p.parent} is not writable")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise HarnessError(f"{option} {p}: the file is not writable")

@@ -28,9 +28,9 @@ from typing import Any
 from harness import stability
 from harness.envspec import EnvSpec
 from harness.errors import HarnessError
-from harness.fsutil import write_text
+from harness.fsutil import check_writable, write_text
 from harness.gpuinfo import gpu_state
-from harness.outputs import check_writable, lock_output, resume_conflict
+from harness.outputs import lock_output, resume_conflict
 from harness.results import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
 from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
 
