@@ -10,6 +10,8 @@
 #                                                      trace: every launch of every rep (launch_trace.py)
 #                                                      power: SM clock traces of ms-long cases (power_trace.py)
 #                                                      placement: time vs. per-launch buffer address (placement.py)
+#                                                      safety: issue 21's refusals and warnings on a real GPU
+#                                                        (FILTER, default 10 cases): log in RESULTS/safety.txt
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
@@ -162,6 +164,33 @@ for step in "$@"; do
       stamp "placement"
       python3 benchmarks/gpu_validation/placement.py --reps 40 --out "$R/placement.json" \
         --filter "${PLACEMENT_FILTER:-prequant.*/B16_M(256|512|1024)_N8192}" | tee "$R/placement.txt"
+      ;;
+    safety)  # every refusal and warning of issue 21 that needs a GPU, the two stacks and real workers
+      S="$R/safety"; mkdir -p "$S"; L="$R/safety.txt"; F=${FILTER:-'B128_M(16|256)_N512_K128$'}
+      try() { local rc=0; echo "\$ $*" >>"$L"; "$@" >>"$L" 2>&1 || rc=$?; echo "exit $rc" >>"$L"; }
+      stamp "safety start"
+      try env -u HARNESS_TOT_TRITON python3 -m harness env show envs/tot.yaml  # unset overlay: 2
+      try python3 -m harness env show envs/golden.yaml
+      try python3 -m harness env show envs/tot.yaml
+      h run --env envs/golden.yaml --out "$S/golden.csv" --with-env envs/tot.yaml --with-out "$S/tot.csv" \
+        --suite "$SUITE" --filter "$F" >"$S/run.log" 2>&1 &
+      sleep 8  # the first run holds both locks by now: a second one on the same OUT is refused, --resume too
+      try python3 -m harness run --env envs/golden.yaml --out "$S/golden.csv" --suite "$SUITE" --filter "$F" --resume
+      rc=0; wait $! || rc=$?; echo "first run: exit $rc" >>"$L"; tail -15 "$S/run.log" >>"$L"
+      try python3 -m harness run --env envs/golden.yaml --out "$S/golden.csv" --suite "$SUITE" --filter "$F" \
+        --resume --launches 7  # changed options: 2
+      try python3 -m harness compare "$S/golden.csv" "$S/tot.csv" --out "$S/compare.csv" --markdown "$S/compare.md" \
+        --require-same-gpu --fail-on-regression  # same GPU: 0 or 1
+      try python3 -m harness compare "$S/golden.csv" "$S/tot.csv" --out "$S/golden.csv"  # over an input: 2
+      h run --env envs/golden.yaml --out "$S/golden-aa.csv" --suite "$SUITE" --filter "$F" >/dev/null 2>&1 || true
+      try python3 -m harness compare "$S/golden.csv" "$S/golden-aa.csv" --fail-on-regression  # same Triton: 2
+      python3 - "$S/golden.csv" "$S/tot.csv" >>"$L" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    m = json.load(open(f + ".env.json"))
+    print(f, {k: m["gpu"].get(k) for k in ("name", "uuid", "pci_bus_id")}, m["host"], m["triton"], sorted(m["run_options"]))
+PY
+      stamp "safety end"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
