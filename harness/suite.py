@@ -77,6 +77,9 @@ def _mapping(v: Any, where: str, what: str) -> dict[Any, Any]:
         return {}
     if not isinstance(v, dict):
         raise HarnessError(f"{where}: expected a mapping of {what}, got {type(v).__name__}")
+    for key in v:
+        if not isinstance(key, str):
+            raise HarnessError(f"{where}: {key!r}: a name must be a string")
     return v
 
 
@@ -170,7 +173,7 @@ def expand_entry(
     """The cases of one entry, every field and config key checked against what its kernels read."""
     if not isinstance(entry, dict):
         raise HarnessError(f"{where}: expected a mapping with kernel, B, M, N, K")
-    e = _merge(entry, defaults, where)
+    e = _merge(_mapping(entry, where, "fields"), defaults, where)
     if "kernel" not in e:
         raise HarnessError(f"{where}: missing 'kernel'")
     kernels = _kernels(e["kernel"], where, base, cache)
