@@ -86,33 +86,94 @@ def test_registered_kernels_declare_their_fields_and_config_keys():
     assert "BLOCK_SIZE_K" not in load_kernel_spec(PREQUANT).config_keys  # forced to the quantization group
 
 
+class _Reads(dict):
+    """A dict that records the keys read from it (not those its user wrote first)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.read, self.written = set(), set()
+
+    def __getitem__(self, k):
+        if k not in self.written:
+            self.read.add(k)
+        return super().__getitem__(k)
+
+    def get(self, k, default=None):
+        if k not in self.written:
+            self.read.add(k)
+        return super().get(k, default)
+
+    def __setitem__(self, k, v):
+        self.written.add(k)
+        super().__setitem__(k, v)
+
+
+VARIANTS = {
+    BF16: [{}, {"NUM_KSPLIT": 2}, {"PERSISTENT": 1, "EPILOGUE_SUBTILE": 1}],
+    A8W8: [{}, {"NUM_KSPLIT": 2}],
+    "batched_gemm_a16wfp4": [{}, {"NUM_KSPLIT": 2}],
+    "batched_gemm_afp4wfp4": [{}, {"NUM_KSPLIT": 2}],
+    PREQUANT: [{}, {"NUM_KSPLIT": 2}, {"QUANT_PASS": 1, "PERSISTENT": 1, "K_GROUPS": 2, "EPILOGUE_SUBTILE": 1}],
+}
+
+
+def _interpreter():
+    pytest.importorskip("torch")
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is first imported
+    if os.environ["TRITON_INTERPRET"] != "1":
+        pytest.skip("needs the CPU interpreter")
+    from kernels import _common as C
+
+    if C.triton_version() < (3, 9):
+        pytest.skip("the fp4 and persistent variants need the Triton >= 3.9 interpreter")
+    return C
+
+
 def test_declared_case_fields_are_the_ones_each_kernel_reads():
     """Run each kernel's case-reading functions on a dict that records its reads: the declaration is neither
     short (a real field refused) nor long (a field accepted that nothing reads)."""
-    pytest.importorskip("torch")
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    if os.environ["TRITON_INTERPRET"] != "1":
-        pytest.skip("needs the CPU interpreter")
+    _interpreter()
     from kernels import load
 
-    class Spy(dict):
-        def __getitem__(self, k):
-            self.read.add(k)
-            return super().__getitem__(k)
-
-        def get(self, k, default=None):
-            self.read.add(k)
-            return super().get(k, default)
-
     for name in REGISTRY:
-        k, ks = load(name), load_kernel_spec(name)
-        case = Spy(B=1, M=16, N=32, K=128, dtype="fp16", out_dtype="fp16", bias=True, seed=0)
-        case.read = set()
+        k = load(name)
+        case = _Reads(B=1, M=16, N=32, K=128, dtype="fp16", out_dtype="fp16", bias=True, seed=0)
         k.make_inputs(case, 0)
         for f in ("tolerance", "flops", "bytes_moved", "supported", "config_nk"):
             if hasattr(k, f):
                 getattr(k, f)(case)
-        assert case.read == set(ks.params), name
+        assert case.read == set(load_kernel_spec(name).params), name
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_declared_config_keys_are_the_ones_each_kernel_reads(name, monkeypatch):
+    """Launch every variant of each kernel with a config that records its reads: together they read exactly the
+    declared CONFIG_KEYS (a key outside them would be refused in suites although the kernel uses it)."""
+    C = _interpreter()
+    import torch
+
+    from kernels import load
+    from kernels._config import resolve
+
+    k, read = load(name), set()
+    real = k.split_config
+
+    def spy(config, backend):
+        meta, opts = real(config, backend)
+        meta = _Reads(meta)
+        spies.append(meta)
+        return meta, opts
+
+    monkeypatch.setattr(k, "split_config", spy)
+    case = {"B": 1, "M": 16, "N": 32, "K": 256, "dtype": "fp16", "out_dtype": "fp16", "bias": False}
+    for extra in VARIANTS[name]:
+        spies: list[_Reads] = []
+        cfg = {**resolve(k.CONFIG_NAME, C.arch(), 16, 32, 256).config, "BLOCK_SIZE_K": 64, **extra}
+        inputs = k.make_inputs(case, 0)
+        y = k.launch(inputs, cfg)
+        assert torch.allclose(y.double(), k.reference(inputs), rtol=0.05, atol=0.05), (name, extra)
+        read |= set().union(*(s.read for s in spies))
+    assert read == set(load_kernel_spec(name).config_keys)
 
 
 # ------------------------------------------------------------------------------------ typos (item 5)
