@@ -10,6 +10,9 @@
         config: {BLOCK_SIZE_M: [32, 64], num_warps: [4, 8]}   # optional overrides; lists make a config sweep
 
 A case is a plain dict: kernel, case_id, B, M, N, K, dtype, plus any other field (bias, out_dtype, seed, ...).
+Everything is checked when the suite loads, against what each kernel declares (harness/kernelspec.py): unknown
+keys, fields and config keys (also in the kernels' config files), types, kernel names and files
+(docs/suites-and-kernels.md).
 """
 
 from __future__ import annotations
