@@ -6,6 +6,9 @@
     reference(inputs)              high-precision torch result
     tolerance(case)                relative Frobenius error allowed against the reference
     flops(case), bytes_moved(case)
+    PARAMS, CONFIG_KEYS            optional: what it reads from a case ({name: "int"|"bool"|"str"|"float"}) and from
+                                   a config besides the launch options; plain literals: the driver reads them (and
+                                   checks suites and config files against them) without importing the kernel
 
 A suite entry names its kernel by registered name or by ``path/to/file.py[:name]`` for a user's own kernel
 (``:name`` picks an object in that file that has the interface; without it the module itself is the kernel).
@@ -38,6 +41,11 @@ def is_path_spec(spec: str) -> bool:
     return ".py" in spec or "/" in spec
 
 
+def split_spec(spec: str) -> tuple[str, str]:
+    """``file.py:name`` -> (``file.py``, ``name``); ``file.py`` -> (``file.py``, ``''``)."""
+    return (spec.partition(":")[0], spec.partition(":")[2]) if ".py:" in spec else (spec, "")
+
+
 def load(spec: str, base: Path | None = None) -> Any:
     """A registered kernel name, or ``file.py`` / ``file.py:name`` (relative to ``base``)."""
     if spec in REGISTRY:
@@ -46,7 +54,7 @@ def load(spec: str, base: Path | None = None) -> Any:
         raise KernelLoadError(
             f"unknown kernel {spec!r} (registered: {', '.join(REGISTRY)}; or give path/to/file.py[:name])"
         )
-    file, _, attr = spec.partition(":") if ".py:" in spec else (spec, "", "")
+    file, attr = split_spec(spec)
     path = Path(file)
     if not path.is_absolute() and base is not None:
         path = base / path

@@ -27,6 +27,8 @@ LAUNCH_OPTIONS = {
     "hip": ("num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint"),
     "interp": ("num_warps", "num_stages"),
 }
+#: every launch option of any backend: a config key a suite or config file may give for any kernel
+LAUNCH_OPTION_KEYS = tuple(sorted({k for opts in LAUNCH_OPTIONS.values() for k in opts}))
 BACKEND_ONLY = {"waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint", "num_ctas", "maxnreg"}
 
 
@@ -61,6 +63,18 @@ def _read(path: str) -> dict[str, dict[str, Any]]:
         if key != "any" and not _BUCKET.match(key):
             raise ConfigError(f"{path}: unknown bucket key {key!r} (expected M_LEQ_x, M_GEQ_x or any)")
     return data
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """A config file's buckets (ConfigError when it is unreadable or not bucket -> config objects)."""
+    return _read(str(path))
+
+
+def unknown_config_keys(path: str | os.PathLike[str], known: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(bucket, key) of each key in a config file that is neither in ``known`` (the kernel's CONFIG_KEYS) nor a
+    launch option: a kernel never reads it, so a typo there would silently run the default."""
+    allowed = set(known) | set(LAUNCH_OPTION_KEYS)
+    return [(b, k) for b, cfg in read_config_file(path).items() for k in cfg if k not in allowed]
 
 
 def pick_bucket(buckets: dict[str, Any], M: int) -> str | None:

@@ -20,6 +20,10 @@ from kernels._config import split_config
 NAME = "batched_gemm_a16wfp4"
 INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
 CONFIG_NAME = "BATCHED_GEMM-A16WFP4"
+#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
+#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
+PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str"}
+CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT", "cache_modifier")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

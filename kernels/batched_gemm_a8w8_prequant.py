@@ -26,6 +26,19 @@ from kernels._config import split_config
 NAME = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
 INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
 CONFIG_NAME = "BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT"
+#: what this kernel reads from a case (name -> type) and from its config besides the launch options (not
+#: BLOCK_SIZE_K: forced to the group); plain literals, read by the driver without importing the kernel
+PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str", "bias": "bool"}
+CONFIG_KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "GROUP_SIZE_M",
+    "NUM_KSPLIT",
+    "QUANT_PASS",
+    "PERSISTENT",
+    "EPILOGUE_SUBTILE",
+    "K_GROUPS",
+)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 GROUP_SIZE = 128
 

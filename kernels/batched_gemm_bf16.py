@@ -20,6 +20,18 @@ from kernels._config import split_config
 NAME = "batched_gemm_bf16"
 INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
 CONFIG_NAME = "BATCHED_GEMM-A16W16"
+#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
+#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
+PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str", "bias": "bool"}
+CONFIG_KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "BLOCK_SIZE_K",
+    "GROUP_SIZE_M",
+    "NUM_KSPLIT",
+    "PERSISTENT",
+    "EPILOGUE_SUBTILE",
+)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
 

@@ -1,0 +1,555 @@
+"""Suites, kernel declarations and config files are checked before anything is measured: every mistake is one
+line naming the file, the entry and the key (exit 2 from the CLI), never a run with defaults or a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import string
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import HarnessError
+from harness.kernelspec import COMMON_PARAMS, load_kernel_spec
+from harness.suite import check_config_files, config_files, load_suite, select
+from kernels import INTERFACE, REGISTRY
+from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS
+from tests.conftest import DATA, ROOT
+
+USER = DATA / "user_kernels.py"
+BF16, A8W8 = "batched_gemm_bf16", "batched_gemm_a8w8"
+PREQUANT = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
+
+
+@pytest.fixture
+def suite(tmp_path):
+    """suite(yaml_text) -> path of a suite file in tmp_path (text dedented)."""
+
+    def _suite(text: str, name: str = "s.yaml") -> Path:
+        p = tmp_path / name
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+        return p
+
+    return _suite
+
+
+def entry(kernel: str = BF16, **fields) -> str:
+    """A one-entry suite with B/M/NK filled in (override any of them with ``fields``)."""
+    e = {"kernel": kernel, "B": 1, "M": 16, "NK": [[32, 64]], **fields}
+    return yaml.safe_dump({"name": "t", "entries": [e]}, sort_keys=False)
+
+
+def refused(path: Path, *fragments: str) -> str:
+    with pytest.raises(HarnessError) as info:
+        load_suite(path)
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    for f in fragments:
+        assert f in msg, msg
+    return msg
+
+
+# ------------------------------------------------------------------------------------ what is shipped
+@pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_suite_loads(path):
+    cases = load_suite(path)
+    assert cases and all(c["kernel"] in REGISTRY and c["case_id"] for c in cases)
+
+
+@pytest.mark.parametrize("name", ["context_loss.yaml", "faults.yaml", "slow.yaml"])
+def test_the_test_suites_with_user_kernels_load(name):
+    cases = load_suite(DATA / name)
+    assert cases and all(c["base"] == str(DATA) for c in cases)
+
+
+def test_every_shipped_config_file_has_only_keys_its_kernel_reads():
+    specs = [load_kernel_spec(name) for name in REGISTRY]
+    check_config_files(specs, CONFIG_DIR)
+    covered = {f for s in specs for f in config_files(s.config_name, CONFIG_DIR)}
+    assert covered == set(CONFIG_DIR.glob("*.json"))  # no shipped file escapes the check
+    a8w8 = config_files("BATCHED_GEMM-A8W8", CONFIG_DIR)  # a prefix of the prequant family's name
+    assert len(a8w8) == 7 and not any("PREQUANT" in f.name for f in a8w8)
+
+
+def test_registered_kernels_declare_their_fields_and_config_keys():
+    for name in REGISTRY:
+        ks = load_kernel_spec(name)
+        assert ks.params and set(COMMON_PARAMS) - {"seed"} <= set(ks.params), name
+        assert ks.config_keys and "BLOCK_SIZE_M" in ks.config_keys and ks.config_name, name
+    assert "BLOCK_SIZE_K" not in load_kernel_spec(PREQUANT).config_keys  # forced to the quantization group
+
+
+class _Reads(dict):
+    """A dict that records the keys read from it (not those its user wrote first)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.read, self.written = set(), set()
+
+    def __getitem__(self, k):
+        if k not in self.written:
+            self.read.add(k)
+        return super().__getitem__(k)
+
+    def get(self, k, default=None):
+        if k not in self.written:
+            self.read.add(k)
+        return super().get(k, default)
+
+    def __setitem__(self, k, v):
+        self.written.add(k)
+        super().__setitem__(k, v)
+
+
+VARIANTS = {
+    BF16: [{}, {"NUM_KSPLIT": 2}, {"PERSISTENT": 1, "EPILOGUE_SUBTILE": 1}],
+    A8W8: [{}, {"NUM_KSPLIT": 2}],
+    "batched_gemm_a16wfp4": [{}, {"NUM_KSPLIT": 2}],
+    "batched_gemm_afp4wfp4": [{}, {"NUM_KSPLIT": 2}],
+    PREQUANT: [{}, {"NUM_KSPLIT": 2}, {"QUANT_PASS": 1, "PERSISTENT": 1, "K_GROUPS": 2, "EPILOGUE_SUBTILE": 1}],
+}
+
+
+def _interpreter():
+    pytest.importorskip("torch")
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is first imported
+    if os.environ["TRITON_INTERPRET"] != "1":
+        pytest.skip("needs the CPU interpreter")
+    from kernels import _common as C
+
+    if C.triton_version() < (3, 9):
+        pytest.skip("the fp4 and persistent variants need the Triton >= 3.9 interpreter")
+    return C
+
+
+def test_declared_case_fields_are_the_ones_each_kernel_reads():
+    """Run each kernel's case-reading functions on a dict that records its reads: the declaration is neither
+    short (a real field refused) nor long (a field accepted that nothing reads)."""
+    _interpreter()
+    from kernels import load
+
+    for name in REGISTRY:
+        k = load(name)
+        case = _Reads(B=1, M=16, N=32, K=128, dtype="fp16", out_dtype="fp16", bias=True, seed=0)
+        k.make_inputs(case, 0)
+        for f in ("tolerance", "flops", "bytes_moved", "supported", "config_nk"):
+            if hasattr(k, f):
+                getattr(k, f)(case)
+        assert case.read == set(load_kernel_spec(name).params), name
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_declared_config_keys_are_the_ones_each_kernel_reads(name, monkeypatch):
+    """Launch every variant of each kernel with a config that records its reads: together they read exactly the
+    declared CONFIG_KEYS (a key outside them would be refused in suites although the kernel uses it)."""
+    C = _interpreter()
+    import torch
+
+    from kernels import load
+    from kernels._config import resolve
+
+    k, read = load(name), set()
+    real = k.split_config
+
+    def spy(config, backend):
+        meta, opts = real(config, backend)
+        meta = _Reads(meta)
+        spies.append(meta)
+        return meta, opts
+
+    monkeypatch.setattr(k, "split_config", spy)
+    case = {"B": 1, "M": 16, "N": 32, "K": 256, "dtype": "fp16", "out_dtype": "fp16", "bias": False}
+    for extra in VARIANTS[name]:
+        spies: list[_Reads] = []
+        cfg = {**resolve(k.CONFIG_NAME, C.arch(), 16, 32, 256).config, "BLOCK_SIZE_K": 64, **extra}
+        inputs = k.make_inputs(case, 0)
+        y = k.launch(inputs, cfg)
+        assert torch.allclose(y.double(), k.reference(inputs), rtol=0.05, atol=0.05), (name, extra)
+        read |= set().union(*(s.read for s in spies))
+    assert read == set(load_kernel_spec(name).config_keys)
+
+
+# ------------------------------------------------------------------------------------ typos (item 5)
+def test_top_level_typo_names_the_file_and_the_close_key(suite):
+    p = suite("defualts: {bias: false}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, M: 16, NK: [[32, 64]]}\n")
+    refused(p, str(p), "unknown key 'defualts'", "did you mean 'defaults'?")
+
+
+def test_entry_field_typo_names_the_entry(suite):
+    e = "  - {kernel: batched_gemm_bf16, B: 1, M: 16, NK: [[32, 64]]"
+    p = suite(f"entries:\n{e}}}\n{e}, M: 32}}\n{e}, dtpye: fp16}}\n")
+    refused(p, f"{p}: entries[2]: unknown field 'dtpye'", "did you mean 'dtype'?")
+
+
+def test_config_key_in_lower_case_is_refused(suite):
+    refused(suite(entry(config={"block_size_m": 64})), "entries[0]", "config: unknown config key 'block_size_m'",
+            "did you mean 'BLOCK_SIZE_M'?")  # fmt: skip
+
+
+def test_launch_option_typo_is_refused(suite):
+    refused(suite(entry(config={"num_wraps": [4, 8]})), "unknown config key 'num_wraps'", "did you mean 'num_warps'?")
+
+
+def test_launch_options_of_every_backend_are_accepted(suite):
+    cases = load_suite(suite(entry(config={k: 1 for k in LAUNCH_OPTION_KEYS})))
+    assert set(cases[0]["config"]) == set(LAUNCH_OPTION_KEYS)
+
+
+def test_a_field_one_kernel_of_the_entry_ignores_is_refused(suite):
+    refused(suite(entry([BF16, A8W8], dtype="fp16")), "entries[0]: batched_gemm_a8w8 does not read field 'dtype'")
+
+
+def test_a_config_key_one_kernel_of_the_entry_ignores_is_refused(suite):
+    refused(suite(entry([BF16, A8W8], config={"PERSISTENT": 1})), "batched_gemm_a8w8 does not read config key")
+
+
+def test_block_size_k_is_refused_where_the_kernel_forces_it(suite):
+    refused(
+        suite(entry(PREQUANT, config={"BLOCK_SIZE_K": 64})), "entries[0]: config: unknown config key 'BLOCK_SIZE_K'"
+    )
+
+
+def test_defaults_typo_is_refused(suite):
+    p = suite("defaults: {dtpye: fp16}\n" + entry())
+    refused(p, f"{p}: defaults: unknown field 'dtpye'", "did you mean 'dtype'?")
+
+
+def test_defaults_config_typo_is_refused(suite):
+    p = suite("defaults: {config: {GROUP_SIZE: 8}}\n" + entry())
+    refused(p, "entries[0] (from defaults): config: unknown config key 'GROUP_SIZE'", "did you mean 'GROUP_SIZE_M'?")
+    p = suite("defaults: {config: {GROUP_SIZE: 8}}\n" + entry(config={"GROUP_SIZE_M": 4}))  # overridden: still a typo
+    refused(p, f"{p}: defaults: config: unknown config key 'GROUP_SIZE'")
+
+
+def test_a_default_applies_where_a_kernel_reads_it(suite):
+    """ci.yaml's defaults give dtype and out_dtype to a8w8 and bf16: each reads one of them."""
+    cases = load_suite(suite("defaults: {dtype: fp16, out_dtype: fp16}\n" + entry([BF16, A8W8])))
+    assert len(cases) == 2 and all(c["dtype"] == "fp16" for c in cases)
+
+
+def test_a_default_no_kernel_of_the_suite_reads_is_refused(suite):
+    refused(suite("defaults: {dtype: fp16}\n" + entry(A8W8)), "defaults: unknown field 'dtype'")
+
+
+def test_a_user_kernel_that_declares_nothing_takes_any_field(suite, tmp_path):
+    (tmp_path / "k.py").write_text("".join(f"def {f}(*a): pass\n" for f in INTERFACE))
+    cases = load_suite(suite(entry("k.py", my_knob=[1, 2], config={"ANYTHING": 3})))
+    assert [c["my_knob"] for c in cases] == [1, 2] and cases[0]["config"] == {"ANYTHING": 3}
+    refused(suite(entry("k.py", M=16.5)), "M: expected an integer")  # the common fields are still checked
+
+
+def test_a_declared_user_kernel_is_checked(suite):
+    refused(suite(entry(f"{USER}:good", out_dtype="fp16")), "unknown field 'out_dtype'")
+    refused(suite(entry(f"{USER}:crash", config={"QUANT_PASS": 1})), "unknown config key 'QUANT_PASS'")  # inherited
+
+
+# ------------------------------------------------------------------------------------- types (item 6)
+@pytest.mark.parametrize(
+    "field, value, fragment",
+    [
+        ("M", 16.7, "M: expected an integer, got a number: 16.7"),
+        ("B", True, "B: expected an integer, got a YAML bool: True"),
+        ("M", "16", "M: expected an integer, got a string: '16'"),
+        ("M", [16, 0], "M: must be positive, got 0"),
+        ("B", -2, "B: must be positive, got -2"),
+        ("bias", 1, "bias: expected true or false, got an integer: 1"),
+        ("bias", "yes please", "bias: expected true or false"),
+        ("dtype", 16, "dtype: expected a string, got an integer: 16"),
+        ("seed", False, "seed: expected an integer, got a YAML bool"),
+        ("M", {"a": 1}, "M: expected a plain value, got a dict"),
+        ("M", [[16, 32]], "M: expected a plain value, got a list"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_refused(suite, field, value, fragment):
+    refused(suite(entry(**{field: value})), "entries[0]", fragment)
+
+
+def test_an_integral_float_is_an_integer(suite):
+    (case,) = load_suite(suite(entry(M=16.0, seed=3)))
+    assert case["M"] == 16 and type(case["M"]) is int and case["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    "nk, fragment",
+    [
+        ([[16.5, 32]], "NK[0]: expected an integer, got a number: 16.5"),
+        ([[32, 64], [True, 64]], "NK[1]: expected an integer, got a YAML bool"),
+        ([512, 128], "NK[0]: expected an [N, K] pair, got 512"),
+        ([[1, 2, 3]], "NK[0]: expected an [N, K] pair"),
+        (5, "NK: expected a list of [N, K] pairs"),
+        ([[0, 64]], "NK[0]: must be positive"),
+        ([], "NK: an empty list makes no cases"),
+    ],
+)
+def test_bad_nk_pairs_are_refused(suite, nk, fragment):
+    refused(suite(entry(NK=nk)), "entries[0]", fragment)
+
+
+def test_n_and_k_of_the_wrong_type_are_refused(suite):
+    text = yaml.safe_dump({"entries": [{"kernel": BF16, "B": 1, "M": 16, "N": [32, 47.5], "K": 64}]})
+    refused(suite(text), "entries[0]: N: expected an integer, got a number: 47.5")
+
+
+def test_nk_and_n_in_one_entry_are_refused_but_an_entry_overrides_defaults(suite):
+    refused(suite(entry(N=32)), "entries[0]: give NK pairs or N and K, not both")
+    cases = load_suite(suite("defaults: {N: 999, K: 999}\n" + entry()))
+    assert [(c["N"], c["K"]) for c in cases] == [(32, 64)]
+
+
+def test_a_bad_default_names_the_defaults(suite):
+    p = suite("defaults: {M: 16.7}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, NK: [[32, 64]]}\n")
+    refused(p, "entries[0] (from defaults): M: expected an integer")
+
+
+@pytest.mark.parametrize("field", ["M", "kernel"])
+def test_an_empty_list_is_refused(suite, field):
+    refused(suite(entry(**{field: []})), f"entries[0]: {field}: an empty list makes no cases")
+
+
+def test_empty_entries_and_bad_structure_are_refused(suite):
+    refused(suite("entries: []\n"), "entries: empty")
+    refused(suite("entries: {kernel: x}\n"), "expected a mapping with an 'entries' list")
+    refused(suite("defaults: [1]\nentries: [{kernel: x}]\n"), "defaults: expected a mapping")
+    refused(suite("name: [1]\nentries: [{kernel: x}]\n"), "name: expected a string")
+    refused(suite("entries:\n  - 5\n"), "entries[0]: expected a mapping")
+    refused(suite("1: 2\nentries: [{kernel: x}]\n"), "unknown key '1'")
+
+
+def test_broken_yaml_and_bytes_are_one_line(suite, tmp_path):
+    refused(suite("entries:\n  - {kernel: [a, b}\n"), "line 2", "not valid YAML")
+    bad = tmp_path / "bin.yaml"
+    bad.write_bytes(b"entries: \xff\xfe\x00\n")
+    refused(bad, str(bad))
+
+
+# ----------------------------------------------------------------------------- kernels (item 11)
+def test_an_unknown_kernel_is_refused_with_a_close_name(suite):
+    refused(suite(entry("batched_gemm_bf61")), "entries[0]: unknown kernel 'batched_gemm_bf61'",
+            "did you mean 'batched_gemm_bf16'?")  # fmt: skip
+
+
+def test_a_missing_kernel_file_is_refused(suite, tmp_path):
+    refused(
+        suite(entry("missing_file.py:x")), "kernel 'missing_file.py:x'", f"{tmp_path / 'missing_file.py'} not found"
+    )
+
+
+def test_a_kernel_file_that_does_not_parse_is_refused_with_its_line(suite, tmp_path):
+    (tmp_path / "bad.py").write_text("def make_inputs(case, seed):\n    return (\n\ndef launch(:\n")
+    refused(suite(entry("bad.py")), f"{tmp_path / 'bad.py'}: line", "SyntaxError")
+
+
+def test_a_module_without_the_interface_is_refused(suite, tmp_path):
+    (tmp_path / "half.py").write_text("def make_inputs(case, seed):\n    pass\n\nlaunch = make_inputs\n")
+    refused(suite(entry("half.py")), "half.py: not a kernel: missing reference, tolerance, flops, bytes_moved")
+
+
+def test_an_object_without_the_interface_is_refused(suite, tmp_path):
+    (tmp_path / "k.py").write_text("class half:\n    def make_inputs(case, seed):\n        pass\n")
+    refused(suite(entry("k.py:half")), "k.py: half: not a kernel: missing launch")
+    refused(suite(entry("k.py:hallf")), "no top-level 'hallf'", "did you mean 'half'?")
+
+
+def test_a_user_kernel_file_without_name_is_the_module(suite):
+    refused(suite(entry(str(USER))), "user_kernels.py: not a kernel: missing make_inputs")
+
+
+def test_interfaces_that_only_running_can_tell_are_accepted(suite, tmp_path):
+    """A base class from another module, a star import: the worker decides, as before."""
+    (tmp_path / "k.py").write_text("from kernels.batched_gemm_bf16 import *\nimport kernels\n\n"
+                                   "class k(kernels.Base):\n    pass\n")  # fmt: skip
+    assert len(load_suite(suite(entry(["k.py", "k.py:k"])))) == 2
+
+
+@pytest.mark.parametrize(
+    "decl, fragment",
+    [
+        ('PARAMS = {"B": "integer"}', "PARAMS['B']: unknown type 'integer'"),
+        ('PARAMS = {"M": "str"}', "PARAMS['M']: M is always 'int'"),
+        ("PARAMS = dict(B='int')", "PARAMS must be a plain literal"),
+        ('PARAMS = ["B"]', "PARAMS must be a dict"),
+        ("CONFIG_KEYS = 'BLOCK_SIZE_M'", "CONFIG_KEYS must be a tuple"),
+    ],
+)
+def test_a_bad_declaration_is_refused(suite, tmp_path, decl, fragment):
+    (tmp_path / "k.py").write_text(decl + "\n" + "".join(f"def {f}(*a): pass\n" for f in INTERFACE))
+    refused(suite(entry("k.py")), "k.py", fragment)
+
+
+def test_an_unknown_kernel_option_is_refused_with_a_close_name():
+    cases = load_suite(ROOT / "suites" / "ci.yaml")
+    with pytest.raises(HarnessError, match=r"--kernel 'batched_gemm_bf61': .*did you mean 'batched_gemm_bf16'"):
+        select(cases, ["batched_gemm_bf16", "batched_gemm_bf61"])
+    with pytest.raises(HarnessError, match="the suite's kernels: batched_gemm_bf16, batched_gemm_a8w8"):
+        select(cases, ["zzz"])
+    assert {c["kernel"] for c in select(cases, [A8W8])} == {A8W8}
+
+
+# --------------------------------------------------------------------------------------- config files
+@pytest.fixture
+def config_dir(tmp_path, monkeypatch):
+    d = tmp_path / "configs"
+    shutil.copytree(CONFIG_DIR, d)
+    monkeypatch.setenv("HARNESS_CONFIG_DIR", str(d))
+    return d
+
+
+def _poke(path: Path, bucket: str, key: str, value) -> None:
+    data = json.loads(path.read_text())
+    data[bucket][key] = value
+    path.write_text(json.dumps(data))
+
+
+def test_a_config_file_typo_names_file_and_bucket(suite, config_dir):
+    f = config_dir / "gfx950-BATCHED_GEMM-A16W16.json"
+    bucket = next(iter(json.loads(f.read_text())))
+    _poke(f, bucket, "num_wraps", 4)
+    refused(suite(entry()), f"{f}: {bucket}: unknown config key (of batched_gemm_bf16) 'num_wraps'",
+            "did you mean 'num_warps'?")  # fmt: skip
+
+
+def test_a_config_file_key_the_kernel_never_reads_is_refused(suite, config_dir):
+    f = config_dir / "sm90-BATCHED_GEMM-A8W8-N=128-K=512.json"
+    _poke(f, next(iter(json.loads(f.read_text()))), "PERSISTENT", 1)  # a8w8 has no persistent variant
+    refused(suite(entry(A8W8)), str(f), "'PERSISTENT'")
+
+
+def test_only_the_suites_kernels_config_files_are_checked(suite, config_dir):
+    """The prequant family's name starts with a8w8's: a typo in its file is not a8w8's business."""
+    f = config_dir / "sm90-BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT.json"
+    _poke(f, "any", "num_wraps", 4)
+    assert load_suite(suite(entry(A8W8)))
+    refused(suite(entry(PREQUANT)), str(f), "'num_wraps'")
+
+
+def test_an_unreadable_config_file_is_one_line(suite, config_dir):
+    (config_dir / "interp-BATCHED_GEMM-A16W16.json").write_text("{not json")
+    refused(suite(entry()), "interp-BATCHED_GEMM-A16W16.json: cannot read config file")
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _cli(argv, capsys, monkeypatch) -> str:
+    from harness.cli import main
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "fields, fragment",
+    [
+        ({"dtpye": "fp16"}, "did you mean 'dtype'?"),
+        ({"M": 16.7}, "M: expected an integer"),
+        ({"kernel": "nope_kernel"}, "unknown kernel 'nope_kernel'"),
+        ({"config": {"num_wraps": 4}}, "did you mean 'num_warps'?"),
+    ],
+)
+def test_run_refuses_a_bad_suite_in_one_line(tmp_path, suite, capsys, monkeypatch, fields, fragment):
+    p = suite(entry(**fields))
+    out = tmp_path / "out.csv"
+    err = _cli(["run", "--env", str(DATA / "cpu-env.yaml"), "--suite", str(p), "--out", str(out)], capsys, monkeypatch)
+    assert err.startswith("harness: error: ") and fragment in err and str(p) in err
+    assert not out.exists()
+
+
+def test_run_refuses_an_unknown_kernel_option(tmp_path, capsys, monkeypatch):
+    argv = ["run", "--env", str(DATA / "cpu-env.yaml"), "--suite", str(ROOT / "suites" / "ci.yaml"),
+            "--out", str(tmp_path / "o.csv"), "--kernel", "batched_gemm_a8w9"]  # fmt: skip
+    assert "did you mean 'batched_gemm_a8w8'?" in _cli(argv, capsys, monkeypatch)
+
+
+# ----------------------------------------------------------------------------------------------- fuzz
+KEYS = ["entries", "defaults", "kernel", "config", "NK", "N", "K", "M", "B", "dtype", "out_dtype", "bias",
+        "seed", "name", "BLOCK_SIZE_M", "num_warps", "PERSISTENT"]  # fmt: skip
+KERNELS = [*REGISTRY, f"{USER}:good", f"{USER}:crash", f"{USER}:nope", str(USER), "nope.py", "batched_gemm"]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 300),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(string.printable, max_size=6),
+    st.sampled_from(KERNELS + KEYS + ["fp16", "bf16"]),
+)
+anything = st.recursive(
+    scalars,
+    lambda ch: st.one_of(
+        st.lists(ch, max_size=3),
+        st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=4), st.integers(0, 3)), ch, max_size=4),
+    ),
+    max_leaves=12,
+)
+small = st.one_of(st.integers(-1, 64), st.lists(st.integers(0, 64), max_size=2), scalars)
+wild_entries = st.fixed_dictionaries(
+    {"kernel": st.one_of(st.sampled_from(KERNELS), st.lists(st.sampled_from(KERNELS), max_size=2), anything)},
+    optional={
+        "B": small,
+        "M": small,
+        "NK": st.one_of(st.lists(st.lists(st.integers(-1, 64), max_size=3), max_size=2), anything),
+        "N": small,
+        "K": small,
+        "dtype": st.one_of(st.sampled_from(["fp16", "bf16"]), scalars),
+        "bias": st.one_of(st.booleans(), scalars),
+        "config": st.one_of(
+            st.dictionaries(st.sampled_from(["BLOCK_SIZE_M", "num_warps", "PERSISTENT", "bogus"]), small, max_size=3),
+            anything,
+        ),
+        "x": anything,
+    },
+)
+sizes = st.integers(1, 64) | st.lists(st.integers(1, 64), min_size=1, max_size=2, unique=True)
+good_entries = st.fixed_dictionaries(
+    {
+        "kernel": st.sampled_from([*REGISTRY, f"{USER}:good"]),
+        "B": sizes,
+        "M": sizes,
+        "NK": st.lists(st.tuples(st.integers(1, 64), st.integers(1, 64)).map(list), min_size=1, max_size=2),
+    },
+    optional={"bias": st.booleans(), "seed": st.integers(0, 9), "config": st.fixed_dictionaries({}, optional={
+        "BLOCK_SIZE_M": sizes, "num_warps": sizes, "GROUP_SIZE_M": sizes})},
+)  # fmt: skip
+suites = st.one_of(
+    anything,
+    st.fixed_dictionaries(
+        {"entries": st.one_of(st.lists(good_entries | wild_entries, max_size=3), anything)},
+        optional={"name": scalars, "defaults": st.one_of(wild_entries, anything), "defualts": anything},
+    ),
+    st.fixed_dictionaries({"entries": st.lists(good_entries, min_size=1, max_size=3)}),
+)
+
+
+def _loads_or_one_line(path: Path) -> None:
+    try:
+        cases = load_suite(path)
+    except HarnessError as err:
+        assert str(err) and "\n" not in str(err)
+        return
+    assert cases and all(isinstance(c["case_id"], str) and json.dumps(c) for c in cases)
+    for c in cases:
+        assert all(type(c[d]) is int and c[d] > 0 for d in "BMNK"), c
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=suites)
+def test_fuzz_random_suites_load_or_fail_in_one_line(tmp_path, data):
+    p = tmp_path / "fuzz.yaml"
+    p.write_text(yaml.safe_dump(data), encoding="utf-8")
+    _loads_or_one_line(p)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=80) | st.sampled_from(["entries: [*a]", "&a [*a]", "entries: !!set {a}", "!!binary x"]))
+def test_fuzz_random_text_loads_or_fails_in_one_line(tmp_path, text):
+    p = tmp_path / "fuzz.yaml"
+    p.write_text(text, encoding="utf-8")
+    _loads_or_one_line(p)
