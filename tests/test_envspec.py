@@ -303,7 +303,7 @@ def test_interleaved_run_warns_when_both_envs_run_one_triton(tmp_path, monkeypat
     b = load_env_spec(spec_file(tmp_path, (DATA / "cpu-env.yaml").read_text().replace("name: cpu", "name: cpu2")))
     suite = spec_file(
         tmp_path,
-        "name: s\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
         "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n",
         "suite.yaml",
     )

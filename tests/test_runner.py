@@ -192,7 +192,7 @@ def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     suite = tmp_path / "s.yaml"
     suite.write_text(
-        "name: s\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
         "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
     )
     log: list[tuple[str, str, str]] = []
@@ -263,7 +263,7 @@ def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, mon
 def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     suite = tmp_path / "s.yaml"
     suite.write_text(
-        "name: s\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
         "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
     )
     out = tmp_path / "f.csv"
@@ -293,7 +293,7 @@ def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
     before a worker starts, a changed stack (here a knob of the env) once the worker reports it."""
     suite = tmp_path / "one.yaml"
     suite.write_text(
-        "name: one\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
+        "name: one\ndefaults: {dtype: fp16}\nentries:\n"
         "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n"
     )
     out = tmp_path / "r.csv"
