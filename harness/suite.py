@@ -30,7 +30,14 @@ import yaml
 from harness.errors import HarnessError, did_you_mean, unknown_key
 from harness.kernelspec import KernelSpec, check_value, load_kernel_spec
 from kernels import is_path_spec
-from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS, ConfigError, unknown_config_keys
+from kernels._config import (
+    CONFIG_DIR,
+    LAUNCH_OPTION_KEYS,
+    ConfigError,
+    bad_config_values,
+    config_value_problem,
+    unknown_config_keys,
+)
 
 SHAPE = ("B", "M", "N", "K")
 TOP_KEYS = ("name", "defaults", "entries")
@@ -166,8 +173,18 @@ def _config_grid(cfg: Any, kernels: list[KernelSpec], where: str) -> list[dict[s
     for key in cfg:
         _unread(key, kernels, _config_keys, where, "config key")
     keys = sorted(cfg, key=str)
-    vals = [[check_value(f"{where}: {k}", v, None) for v in _values(cfg[k], f"{where}: {k}")] for k in keys]
+    vals = [[_config_value(f"{where}: {k}", k, v) for v in _values(cfg[k], f"{where}: {k}")] for k in keys]
     return [dict(zip(keys, combo)) for combo in itertools.product(*vals)]
+
+
+def _config_value(where: str, key: str, value: Any) -> Any:
+    value = check_value(where, value, None)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # as for case fields: 16.0 is 16
+    why = config_value_problem(key, value)
+    if why:
+        raise HarnessError(f"{where}: {why}")
+    return value
 
 
 def expand_entry(
@@ -230,8 +247,11 @@ def check_config_files(kernels: list[KernelSpec], config_dir: Path | None = None
         for f in config_files(ks.config_name, d):
             try:
                 bad = unknown_config_keys(f, ks.config_keys)
+                values = bad_config_values(f)
             except ConfigError as err:
                 raise HarnessError(str(err)) from None
+            if values:
+                raise HarnessError(f"{f}: {values[0][0]}: {values[0][1]}: {values[0][2]}")
             if bad:
                 bucket, key = bad[0]
                 raise unknown_key(f"{f}: {bucket}", key, _config_keys(ks) or (), f"config key (of {ks.spec})")

@@ -77,6 +77,34 @@ def unknown_config_keys(path: str | os.PathLike[str], known: tuple[str, ...]) ->
     return [(b, k) for b, cfg in read_config_file(path).items() for k in cfg if k not in allowed]
 
 
+#: config keys whose value is a positive whole number (tile sizes, splits, warps); a typo'd 16.5 or a YAML true
+#: there would otherwise reach the compiler as something else or be rounded by a kernel's int()
+POSITIVE_INT_KEYS = re.compile(r"^(BLOCK_SIZE_\w+|GROUP_SIZE_\w+|NUM_KSPLIT|num_warps|num_ctas)$")
+
+
+def config_value_problem(key: str, value: Any) -> str | None:
+    """Why a config value cannot be what its key means, or None. Config values are integers, strings,
+    booleans or null (what Triton's constexprs and launch options take); never fractions."""
+    if isinstance(value, float):
+        return f"{value!r} is not a whole number"
+    if POSITIVE_INT_KEYS.match(key) and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        return f"expected a positive integer, got {value!r}"
+    if key == "num_stages" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        return f"expected a non-negative integer, got {value!r}"
+    return None
+
+
+def bad_config_values(path: str | os.PathLike[str]) -> list[tuple[str, str, str]]:
+    """(bucket, key, why) of each value in a config file that :func:`config_value_problem` refuses."""
+    found = []
+    for bucket, cfg in read_config_file(path).items():
+        for key, value in cfg.items():
+            why = config_value_problem(key, value)
+            if why:
+                found.append((bucket, key, why))
+    return found
+
+
 def pick_bucket(buckets: dict[str, Any], M: int) -> str | None:
     """AITER's rule: first M_LEQ_b with M <= b (b ascending), else first M_GEQ_b with M >= b (b descending),
     else ``any``. Bounds are whatever the file uses, so files with non-standard bounds work too."""

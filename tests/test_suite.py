@@ -553,3 +553,31 @@ def test_fuzz_random_text_loads_or_fails_in_one_line(tmp_path, text):
     p = tmp_path / "fuzz.yaml"
     p.write_text(text, encoding="utf-8")
     _loads_or_one_line(p)
+
+
+# ------------------------------------------------------------------------------------- config values
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("BLOCK_SIZE_M", 16.5, "16.5 is not a whole number"),
+        ("BLOCK_SIZE_M", True, "expected a positive integer, got True"),
+        ("BLOCK_SIZE_N", 0, "expected a positive integer, got 0"),
+        ("num_warps", "4", "expected a positive integer, got '4'"),
+        ("num_stages", -1, "expected a non-negative integer, got -1"),
+        ("GROUP_SIZE_M", 2.5, "2.5 is not a whole number"),
+    ],
+)
+def test_a_config_value_that_cannot_be_meant_is_refused(suite, key, value, why):
+    refused(suite(entry(config={key: value})), f"entries[0]: config: {key}: {why}")
+
+
+def test_a_whole_float_config_value_is_its_integer(suite):
+    (case,) = load_suite(suite(entry(config={"BLOCK_SIZE_M": 32.0})))
+    assert case["config"]["BLOCK_SIZE_M"] == 32 and isinstance(case["config"]["BLOCK_SIZE_M"], int)
+
+
+def test_a_fraction_in_a_config_file_names_file_bucket_and_key(suite, config_dir):
+    f = config_dir / "sm90-BATCHED_GEMM-A16W16.json"
+    bucket = next(iter(json.loads(f.read_text())))
+    _poke(f, bucket, "BLOCK_SIZE_K", 64.5)
+    refused(suite(entry()), f"{f}: {bucket}: BLOCK_SIZE_K: 64.5 is not a whole number")
