@@ -1,7 +1,8 @@
 """The `harness` command line: a thin layer over plain functions in the stage modules.
 
 Exit codes: 0 done; 1 `--fail-on-regression` found a regression or a TOT failure (or `run` had failing
-cases with `--fail-on-error`); 2 bad input (one line on stderr, never a traceback).
+cases with `--fail-on-error`); 2 bad input or usage (one line on stderr, never a traceback); 3 a bug in harness
+(its traceback kept); 130 Ctrl-C; 143 SIGTERM. A CI gate can so tell "slower" (1) from "could not tell" (2, 3).
 """
 
 from __future__ import annotations
@@ -488,7 +489,8 @@ def _usage_line(err: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Exit codes: 0 done; 1 a gated finding (--fail-on-regression, --fail-on-error); 2 bad input or usage;
-    130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Every error is one line on stderr, never a traceback."""
+    3 a bug in harness (with its traceback); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Every user
+    error is one line on stderr, never a traceback."""
     import signal
 
     args = sys.argv[1:] if argv is None else argv
@@ -508,6 +510,12 @@ def main(argv: list[str] | None = None) -> None:
     except _click_exceptions() as err:
         print(f"harness: error: {_usage_line(err)}", file=sys.stderr)
         sys.exit(2)
+    except Exception:  # our bug, not the user's: keep the traceback, and never exit 1 ("regression found")
+        import traceback
+
+        traceback.print_exc()
+        print("harness: internal error (a bug in harness: please report it with the traceback above)", file=sys.stderr)
+        sys.exit(3)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -121,3 +121,19 @@ def test_a_signalled_run_exits_with_the_signal_code_and_resumes(tmp_path, sig, c
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert sorted(load_results(out)["M"].astype(int)) == [16, 17, 18, 19, 20, 21]
+
+
+def test_a_bug_in_harness_exits_3_with_its_traceback_never_1(monkeypatch, capsys):
+    """1 means "regression found": an internal error must not pass for one (nor for a clean run)."""
+    import harness.compare
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(harness.compare, "compare_files", broken)
+    with pytest.raises(SystemExit) as ex:
+        main(["compare", str(DATA / "golden.csv"), str(DATA / "tot.csv")])
+    assert ex.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: boom" in err
+    assert err.strip().splitlines()[-1].startswith("harness: internal error")
