@@ -66,12 +66,12 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
-    from harness.compare import compare_files, meta_path, write_compare
+    from harness.compare.compare import compare_files, meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
-    from harness.markdown import render_markdown
-    from harness.results import sidecar_path
-    from harness.rule import Rule
-    from harness.terminal import print_comparison, stderr
+    from harness.render.markdown import render_markdown
+    from harness.results.format import sidecar_path
+    from harness.compare.rule import Rule
+    from harness.render.terminal import print_comparison, stderr
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
@@ -112,8 +112,8 @@ app.add_typer(env_app, name="env")
 def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
     """Create the spec's venv (uv when present, else venv + pip), install its requirements, check its pins and
     record the install; an existing venv is verified and completed, not rebuilt."""
-    from harness.envspec import create_env, load_env_spec
-    from harness.terminal import stderr
+    from harness.inputs.env import create_env, load_env_spec
+    from harness.render.terminal import stderr
 
     py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m, markup=False))
     print(py)
@@ -125,7 +125,7 @@ def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
     the Triton and torch that interpreter really imports (version and path). A spec that cannot run exits 2."""
     import json
 
-    from harness.envspec import check_venv, load_env_spec, probe
+    from harness.inputs.env import check_venv, load_env_spec, probe
 
     s = load_env_spec(spec)
     check_venv(s)
@@ -239,10 +239,10 @@ def run(
         TimeRemainingColumn,
     )
 
-    from harness.envspec import TIMINGS, check_venv, load_env_spec
-    from harness.runner import RunOptions, default_compile_jobs, lock_outputs, run_interleaved, run_suite
-    from harness.suite import load_suite, select
-    from harness.terminal import stderr
+    from harness.inputs.env import TIMINGS, check_venv, load_env_spec
+    from harness.run.runner import RunOptions, default_compile_jobs, lock_outputs, run_interleaved, run_suite
+    from harness.inputs.suite import load_suite, select
+    from harness.render.terminal import stderr
 
     if timing is not None and timing not in TIMINGS:
         raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
@@ -322,8 +322,8 @@ def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN0
     """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
     if all(k in ("ok", "unstable") for k in counts):
         return
-    from harness.results import TIMED_STATUSES, load_results
-    from harness.terminal import failed_row_lines, print_lines
+    from harness.results.format import TIMED_STATUSES, load_results
+    from harness.render.terminal import failed_row_lines, print_lines
 
     df = load_results(out)
     n = int((~df["status"].isin(TIMED_STATUSES)).sum())
@@ -345,7 +345,7 @@ def explain(
     tot_artifacts: Annotated[Path | None, typer.Option(help="TOT artifacts folder (default: beside TOT's)")] = None,
 ) -> None:
     """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
-    from harness.explain import explain_cases, write_explain
+    from harness.explain.explain import explain_cases, write_explain
 
     cases = explain_cases(compare_csv, case, golden_artifacts, tot_artifacts, limit)
     index = write_explain(cases, out)
@@ -369,7 +369,7 @@ def report(
     title: Annotated[str, typer.Option(help="page title")] = "",
 ) -> None:
     """HTML report: delta plot, roofline, TFLOPS-by-config scatter, per-dispatch split, sortable tables."""
-    from harness.report import write_report
+    from harness.report.report import write_report
 
     index = write_report(list(results or []), out, compare_csv, vendor, ceilings, explain, title)
     print(f"wrote {index}")
@@ -400,9 +400,9 @@ def publish_github(
     """Create or update the one comment on PR that carries the comparison (found by its hidden marker)."""
     import os
 
-    from harness.compare import load_compare
-    from harness.markdown import render_markdown
-    from harness.publish_github import GitHub, check_api_url, check_repo
+    from harness.compare.compare import load_compare
+    from harness.render.markdown import render_markdown
+    from harness.publish.github import GitHub, check_api_url, check_repo
 
     check_repo(repo)
     check_api_url(api_url)
@@ -432,8 +432,8 @@ def publish_sheets(
     ] = None,
 ) -> None:
     """Replace this title's summary and cases worksheets in a Google spreadsheet with the comparison."""
-    from harness.compare import load_compare
-    from harness.publish_sheets import publish_sheets as publish
+    from harness.compare.compare import load_compare
+    from harness.publish.sheets import publish_sheets as publish
 
     url = publish(load_compare(compare_csv), spreadsheet, title=title, credentials=credentials)
     print(f"published '{title} · summary' and '{title} · cases' to {url}")

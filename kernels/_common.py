@@ -339,6 +339,3 @@ def splitk_finish(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return y if out is y else splitk_reduce(out, y)
 
 
-def gemm_flops(case: dict[str, Any]) -> float:
-    """2·B·M·N·K, with the logical (unpacked) K for the fp4 kernels."""
-    return 2.0 * case["B"] * case["M"] * case["N"] * case["K"]

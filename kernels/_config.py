@@ -1,9 +1,10 @@
 """AITER-style config files and the one lookup rule every kernel uses. Pure: standard library only.
 
-Files live in ``kernels/configs/``: ``{arch}-{CONFIG_NAME}.json`` (the default, required) and optionally
-``{arch}-{CONFIG_NAME}-N={N}-K={K}.json``, which *replaces* the default for that (N, K) (never merged).
-Each file maps bucket keys to kwargs: ``M_LEQ_x`` (the first with M <= x, x ascending), then ``M_GEQ_x``
-(the first with M >= x, x descending), then ``any``.
+Files live in ``kernels/configs/``: ``{arch}-{family}.json`` (the default, required) and optionally
+``{arch}-{family}-{key}.json`` (``key`` such as ``N=512-K=128``: the values of the parameters a kernel's
+ConfigLookup specializes on), which *replaces* the default for those values (never merged). Each file maps bucket
+keys to kwargs: ``{P}_LEQ_x`` (the first with P <= x, x ascending), then ``{P}_GEQ_x`` (the first with P >= x,
+x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 STANDARD_M_BOUNDS = (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-_BUCKET = re.compile(r"^(M_LEQ|M_GEQ)_(\d+)$")
+_BUCKET = re.compile(r"^(?P<param>[A-Za-z][A-Za-z0-9_]*?)_(?P<op>LEQ|GEQ)_(?P<bound>\d+)$")
 
 #: launch options each backend's compiler accepts; anything else in a config that is not a kernel
 #: argument is dropped for that backend (AMD's waves_per_eu etc. never reach NVIDIA's compiler)
@@ -59,9 +60,12 @@ def _read(path: str) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: cannot read config file: {err}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"{path}: expected an object of bucket -> config objects")
+    params = {m.group("param") for k in data if (m := _BUCKET.match(k))}
     for key in data:
         if key != "any" and not _BUCKET.match(key):
-            raise ConfigError(f"{path}: unknown bucket key {key!r} (expected M_LEQ_x, M_GEQ_x or any)")
+            raise ConfigError(f"{path}: unknown bucket key {key!r} (expected P_LEQ_x, P_GEQ_x or any)")
+    if len(params) > 1:
+        raise ConfigError(f"{path}: buckets on more than one parameter ({', '.join(sorted(params))})")
     return data
 
 
@@ -105,39 +109,59 @@ def bad_config_values(path: str | os.PathLike[str]) -> list[tuple[str, str, str]
     return found
 
 
-def pick_bucket(buckets: dict[str, Any], M: int) -> str | None:
-    """AITER's rule: first M_LEQ_b with M <= b (b ascending), else first M_GEQ_b with M >= b (b descending),
-    else ``any``. Bounds are whatever the file uses, so files with non-standard bounds work too."""
-    leq = sorted(int(m.group(2)) for k in buckets if (m := _BUCKET.match(k)) and m.group(1) == "M_LEQ")
-    for b in leq:
-        if b >= M:
-            return f"M_LEQ_{b}"
-    geq = sorted((int(m.group(2)) for k in buckets if (m := _BUCKET.match(k)) and m.group(1) == "M_GEQ"), reverse=True)
-    for b in geq:
-        if b <= M:
-            return f"M_GEQ_{b}"
+def pick_bucket(buckets: dict[str, Any], value: int, param: str = "M") -> str | None:
+    """AITER's rule: first {P}_LEQ_b with value <= b (b ascending), else first {P}_GEQ_b with value >= b
+    (b descending), else ``any``. Bounds are whatever the file uses, so files with non-standard bounds work too."""
+    found = [(m.group("op"), int(m.group("bound"))) for k in buckets if (m := _BUCKET.match(k))]
+    for b in sorted(b for op, b in found if op == "LEQ"):
+        if b >= value:
+            return f"{param}_LEQ_{b}"
+    for b in sorted((b for op, b in found if op == "GEQ"), reverse=True):
+        if b <= value:
+            return f"{param}_GEQ_{b}"
     return "any" if "any" in buckets else None
 
 
+def bucket_param(buckets: dict[str, Any]) -> str | None:
+    """The parameter a file's buckets are on (``M``), None for a file of ``any`` only."""
+    return next((m.group("param") for k in buckets if (m := _BUCKET.match(k))), None)
+
+
+def config_dir(given: str | os.PathLike[str] | None = None) -> Path:
+    """Where config files are read: ``given``, else $HARNESS_CONFIG_DIR, else kernels/configs/."""
+    return Path(given or os.environ.get("HARNESS_CONFIG_DIR") or CONFIG_DIR)
+
+
+def config_paths(family: str, arch: str, key: str, directory: Path) -> tuple[Path, Path | None]:
+    """(the default file, the per-shape file for ``key`` or None without one)."""
+    default = directory / f"{arch}-{family}.json"
+    return default, (directory / f"{arch}-{family}-{key}.json" if key else None)
+
+
 def resolve(
-    config_name: str,
+    family: str,
     arch: str,
-    M: int,
-    N: int,
-    K: int,
-    config_dir: str | os.PathLike[str] | None = None,
+    bucket_value: int,
+    key: str = "",
+    bucket: str = "M",
+    directory: str | os.PathLike[str] | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> Resolved:
-    d = Path(config_dir or os.environ.get("HARNESS_CONFIG_DIR") or CONFIG_DIR)
-    default = d / f"{arch}-{config_name}.json"
-    specific = d / f"{arch}-{config_name}-N={N}-K={K}.json"
+    """The config of a case: its per-shape file (``key``, e.g. ``N=512-K=128``) if there is one, else the default
+    file; in it the bucket for ``bucket_value`` of parameter ``bucket``; the suite's ``overrides`` on top."""
+    d = config_dir(directory)
+    default, specific = config_paths(family, arch, key, d)
     if not default.is_file():
         raise ConfigError(f"no default config {default.name} in {d} (arch {arch})")
-    path = specific if specific.is_file() else default
+    path = specific if specific is not None and specific.is_file() else default
     buckets = _read(str(path))
-    bucket = pick_bucket(buckets, M)
-    if bucket is None:
-        raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any'")
+    found = bucket_param(buckets)
+    if found is not None and found != bucket:
+        raise ConfigError(f"{path}: buckets are on {found}, but this kernel looks up by {bucket}")
+    choice = pick_bucket(buckets, bucket_value, bucket)
+    if choice is None:
+        raise ConfigError(f"{path}: no bucket matches {bucket}={bucket_value} and there is no 'any'")
+    bucket = choice
     cfg = dict(buckets[bucket])
     if overrides:
         cfg.update(overrides)

@@ -16,14 +16,22 @@ import triton.language as tl
 
 from kernels import _common as C
 from kernels._config import split_config
+from kernels.spec import ConfigLookup, KernelSpec, Plot, dim, dtype
 
-NAME = "batched_gemm_a16wfp4"
-INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
-CONFIG_NAME = "BATCHED_GEMM-A16WFP4"
-#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
-#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
-PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str"}
-CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT", "cache_modifier")
+SPEC = KernelSpec(
+    name="batched_gemm_a16wfp4",
+    description="Y[b] = mxfp4(X[b]) W[b]^T, X bf16/fp16 quantized to MXFP4 in the kernel, W packed e2m1",
+    params=(dim("B"), dim("M"), dim("N"), dim("K"), dtype(("bf16", "fp16"), "bf16")),
+    flops=lambda p: 2.0 * p["B"] * p["M"] * p["N"] * p["K"],
+    bytes=lambda p: p["B"] * (2 * p["M"] * p["K"] + p["N"] * p["K"] / 2 + p["N"] * p["K"] / 32 + 2 * p["M"] * p["N"]),
+    peak="fp4",
+    dtype="{dtype}",
+    tolerance={"bf16": 1e-2, "fp16": 2e-3},
+    config=ConfigLookup("BATCHED_GEMM-A16WFP4"),
+    config_keys=("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT", "cache_modifier"),
+    hooks=("supported",),
+    plot=Plot(x="M", series=("N", "K")),
+)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -78,7 +86,7 @@ def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
     if K % C.MXFP4_GROUP:
         raise ValueError(f"K={K} must be a multiple of {C.MXFP4_GROUP} for MXFP4")
-    dt = DTYPES[case.get("dtype", "bf16")]
+    dt = DTYPES[case["dtype"]]
     dev = C.device()
     g = C.generator(seed, dev)
     x = C.rand((B, M, K), dt, g, dev)
@@ -108,18 +116,6 @@ def reference(inputs: dict[str, Any]) -> torch.Tensor:
     x = C.mxfp4_dequantize(xq, xs).double()
     w = C.mxfp4_dequantize(inputs["w"], inputs["w_scale"]).double()
     return torch.bmm(x, w.transpose(1, 2))
-
-
-def tolerance(case: dict[str, Any]) -> float:
-    return 1e-2 if case.get("dtype", "bf16") == "bf16" else 2e-3
-
-
-flops = C.gemm_flops
-
-
-def bytes_moved(case: dict[str, Any]) -> float:
-    B, M, N, K = (int(case[k]) for k in "BMNK")
-    return B * (2 * M * K + N * K / 2 + N * K / 32 + 2 * M * N)
 
 
 def supported(case: dict[str, Any]) -> str | None:

@@ -14,14 +14,37 @@ import triton.language as tl
 
 from kernels import _common as C
 from kernels._config import split_config
+from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim
 
-NAME = "batched_gemm_a8w8"
-INPUT_DTYPE = "int8"  # the dtype column of results, unless the case names one
-CONFIG_NAME = "BATCHED_GEMM-A8W8"
-#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
-#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
-PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "out_dtype": "str", "bias": "bool"}
-CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT")
+OUT_BYTES = {"bf16": 2, "fp16": 2}
+SPEC = KernelSpec(
+    name="batched_gemm_a8w8",
+    description="Y[b] = (X[b] W[b]^T) x_scale w_scale (+ bias[b]), int8 in, per-token and per-channel fp32 scales",
+    params=(
+        dim("B"),
+        dim("M"),
+        dim("N"),
+        dim("K"),
+        Param("bias", "bool", False),
+        Param("out_dtype", "str", "bf16", choices=("bf16", "fp16")),
+    ),
+    flops=lambda p: 2.0 * p["B"] * p["M"] * p["N"] * p["K"],
+    bytes=lambda p: (
+        p["B"]
+        * (
+            p["M"] * p["K"]
+            + p["N"] * p["K"]
+            + 4 * (p["M"] + p["N"])
+            + OUT_BYTES[p["out_dtype"]] * (p["M"] * p["N"] + p["N"] * p["bias"])
+        )
+    ),
+    peak="int8",
+    dtype="int8",
+    tolerance=lambda p: 1e-2 if p["out_dtype"] == "bf16" else 2e-3,
+    config=ConfigLookup("BATCHED_GEMM-A8W8"),
+    config_keys=("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT"),
+    plot=Plot(x="M", series=("N", "K")),
+)
 OUT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -67,14 +90,14 @@ def _batched_gemm_a8w8_kernel(
 
 def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
-    out_dt = OUT_DTYPES[case.get("out_dtype", "bf16")]
+    out_dt = OUT_DTYPES[case["out_dtype"]]
     dev = C.device()
     g = C.generator(seed, dev)
     x = torch.randint(-127, 128, (B, M, K), generator=g, device=dev, dtype=torch.int8)
     w = torch.randint(-127, 128, (B, N, K), generator=g, device=dev, dtype=torch.int8)
     xs = torch.rand((B, M, 1), generator=g, device=dev) * 0.01 + 1e-3
     ws = torch.rand((B, 1, N), generator=g, device=dev) * 0.01 / K**0.5 + 1e-4
-    bias = C.rand((B, 1, N), out_dt, g, dev) if case.get("bias") else None
+    bias = C.rand((B, 1, N), out_dt, g, dev) if case["bias"] else None
     return {
         "x": x,
         "w": w,
@@ -106,16 +129,3 @@ def reference(inputs: dict[str, Any]) -> torch.Tensor:
     if inputs["bias"] is not None:
         ref += inputs["bias"].double()
     return ref
-
-
-def tolerance(case: dict[str, Any]) -> float:
-    return 1e-2 if case.get("out_dtype", "bf16") == "bf16" else 2e-3
-
-
-flops = C.gemm_flops
-
-
-def bytes_moved(case: dict[str, Any]) -> float:
-    B, M, N, K = (int(case[k]) for k in "BMNK")
-    out = 2 if case.get("out_dtype", "bf16") in ("bf16", "fp16") else 4
-    return B * (M * K + N * K + 4 * (M + N) + out * M * N + (out * N if case.get("bias") else 0))

@@ -22,22 +22,30 @@ import triton.language as tl
 
 from kernels import _common as C
 from kernels._config import split_config
+from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
-NAME = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
-INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
-CONFIG_NAME = "BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT"
-#: what this kernel reads from a case (name -> type) and from its config besides the launch options (not
-#: BLOCK_SIZE_K: forced to the group); plain literals, read by the driver without importing the kernel
-PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str", "bias": "bool"}
-CONFIG_KEYS = (
-    "BLOCK_SIZE_M",
-    "BLOCK_SIZE_N",
-    "GROUP_SIZE_M",
-    "NUM_KSPLIT",
-    "QUANT_PASS",
-    "PERSISTENT",
-    "EPILOGUE_SUBTILE",
-    "K_GROUPS",
+SPEC = KernelSpec(
+    name="batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
+    description="Y[b] = sum over 128-wide K groups of fp8(X) W^T s w_scale (+ bias), X quantized per token group",
+    params=(dim("B"), dim("M"), dim("N"), dim("K"), dtype(("bf16", "fp16"), "bf16"), Param("bias", "bool", False)),
+    flops=lambda p: 2.0 * p["B"] * p["M"] * p["N"] * p["K"],
+    bytes=lambda p: p["B"] * (2 * p["M"] * p["K"] + p["N"] * p["K"] + 2 * p["M"] * p["N"] + 2 * p["N"] * p["bias"]) + 4,
+    peak="fp8",
+    dtype="{dtype}",
+    tolerance={"bf16": 1e-2, "fp16": 3e-3},
+    config=ConfigLookup("BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT"),
+    #: not BLOCK_SIZE_K: forced to the quantization group
+    config_keys=(
+        "BLOCK_SIZE_M",
+        "BLOCK_SIZE_N",
+        "GROUP_SIZE_M",
+        "NUM_KSPLIT",
+        "QUANT_PASS",
+        "PERSISTENT",
+        "EPILOGUE_SUBTILE",
+        "K_GROUPS",
+    ),
+    plot=Plot(x="M", series=("N", "K")),
 )
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 GROUP_SIZE = 128
@@ -172,7 +180,7 @@ def _prequantized_persistent_kernel(
 
 def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
-    dt = DTYPES[case.get("dtype", "bf16")]
+    dt = DTYPES[case["dtype"]]
     dev = C.device()
     g = C.generator(seed, dev)
     x = C.rand((B, M, K), dt, g, dev)
@@ -180,7 +188,7 @@ def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     fp8 = C.fp8_dtype()
     w_scale = (wf.abs().amax() / torch.finfo(fp8).max).reshape(1).float()
     w = (wf / w_scale).clamp(-torch.finfo(fp8).max, torch.finfo(fp8).max).to(fp8)
-    bias = C.rand((B, 1, N), dt, g, dev) if case.get("bias") else None
+    bias = C.rand((B, 1, N), dt, g, dev) if case["bias"] else None
     return {"x": x, "w": w, "w_scale": w_scale, "bias": bias, "y": torch.empty((B, M, N), dtype=dt, device=dev)}
 
 
@@ -252,15 +260,3 @@ def reference(inputs: dict[str, Any]) -> torch.Tensor:
     if inputs["bias"] is not None:
         ref += inputs["bias"].double()
     return ref
-
-
-def tolerance(case: dict[str, Any]) -> float:
-    return 1e-2 if case.get("dtype", "bf16") == "bf16" else 3e-3
-
-
-flops = C.gemm_flops
-
-
-def bytes_moved(case: dict[str, Any]) -> float:
-    B, M, N, K = (int(case[k]) for k in "BMNK")
-    return B * (2 * M * K + N * K + 2 * M * N + (2 * N if case.get("bias") else 0)) + 4

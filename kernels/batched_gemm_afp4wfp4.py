@@ -11,14 +11,22 @@ import triton.language as tl
 
 from kernels import _common as C
 from kernels._config import split_config
+from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim
 
-NAME = "batched_gemm_afp4wfp4"
-INPUT_DTYPE = "mxfp4"  # the dtype column of results, unless the case names one
-CONFIG_NAME = "BATCHED_GEMM-AFP4WFP4"
-#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
-#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
-PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "out_dtype": "str"}
-CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT", "cache_modifier")
+SPEC = KernelSpec(
+    name="batched_gemm_afp4wfp4",
+    description="Y[b] = X[b] W[b]^T, both MXFP4 (packed e2m1, e8m0 scales per 32), fp32 accumulation",
+    params=(dim("B"), dim("M"), dim("N"), dim("K"), Param("out_dtype", "str", "bf16", choices=("bf16", "fp16"))),
+    flops=lambda p: 2.0 * p["B"] * p["M"] * p["N"] * p["K"],
+    bytes=lambda p: p["B"] * ((p["M"] + p["N"]) * p["K"] / 2 + (p["M"] + p["N"]) * p["K"] / 32 + 2 * p["M"] * p["N"]),
+    peak="fp4",
+    dtype="mxfp4",
+    tolerance=lambda p: 1e-2 if p["out_dtype"] == "bf16" else 2e-3,
+    config=ConfigLookup("BATCHED_GEMM-AFP4WFP4"),
+    config_keys=("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT", "cache_modifier"),
+    hooks=("supported",),
+    plot=Plot(x="M", series=("N", "K")),
+)
 OUT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -75,7 +83,7 @@ def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     g = C.generator(seed, dev)
     x, xs = C.mxfp4_quantize(C.rand((B, M, K), torch.float32, g, dev))
     w, ws = C.mxfp4_quantize(C.rand((B, N, K), torch.float32, g, dev, scale=K**-0.5))
-    out = OUT_DTYPES[case.get("out_dtype", "bf16")]
+    out = OUT_DTYPES[case["out_dtype"]]
     return {"x": x, "w": w, "x_scale": xs, "w_scale": ws, "y": torch.empty((B, M, N), dtype=out, device=dev)}
 
 
@@ -99,22 +107,6 @@ def reference(inputs: dict[str, Any]) -> torch.Tensor:
     x = C.mxfp4_dequantize(inputs["x"], inputs["x_scale"]).double()
     w = C.mxfp4_dequantize(inputs["w"], inputs["w_scale"]).double()
     return torch.bmm(x, w.transpose(1, 2))
-
-
-def tolerance(case: dict[str, Any]) -> float:
-    return 1e-2 if case.get("out_dtype", "bf16") == "bf16" else 2e-3
-
-
-flops = C.gemm_flops
-
-
-def bytes_moved(case: dict[str, Any]) -> float:
-    B, M, N, K = (int(case[k]) for k in "BMNK")
-    return B * ((M + N) * K / 2 + (M + N) * K / 32 + 2 * M * N)
-
-
-def config_nk(case: dict[str, Any]) -> tuple[int, int]:
-    return int(case["N"]), int(case["K"])  # logical K (= 2 x packed), as AITER's lookup uses
 
 
 def supported(case: dict[str, Any]) -> str | None:

@@ -16,24 +16,30 @@ import triton.language as tl
 
 from kernels import _common as C
 from kernels._config import split_config
+from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
-NAME = "batched_gemm_bf16"
-INPUT_DTYPE = "bf16"  # the dtype column of results, unless the case names one
-CONFIG_NAME = "BATCHED_GEMM-A16W16"
-#: what this kernel reads from a case (name -> type) and from its config besides the launch options; plain
-#: literals, read by the driver without importing the kernel (harness/kernelspec.py)
-PARAMS = {"B": "int", "M": "int", "N": "int", "K": "int", "dtype": "str", "bias": "bool"}
-CONFIG_KEYS = (
-    "BLOCK_SIZE_M",
-    "BLOCK_SIZE_N",
-    "BLOCK_SIZE_K",
-    "GROUP_SIZE_M",
-    "NUM_KSPLIT",
-    "PERSISTENT",
-    "EPILOGUE_SUBTILE",
+SPEC = KernelSpec(
+    name="batched_gemm_bf16",
+    description="Y[b] = X[b] W[b]^T (+ bias[b]), bf16 or fp16, fp32 accumulation",
+    params=(dim("B"), dim("M"), dim("N"), dim("K"), dtype(("bf16", "fp16"), "bf16"), Param("bias", "bool", False)),
+    flops=lambda p: 2.0 * p["B"] * p["M"] * p["N"] * p["K"],
+    bytes=lambda p: 2.0 * p["B"] * (p["M"] * p["K"] + p["N"] * p["K"] + p["M"] * p["N"] + p["N"] * p["bias"]),
+    peak="bf16",
+    dtype="{dtype}",
+    tolerance={"bf16": 1e-2, "fp16": 2e-3},
+    config=ConfigLookup("BATCHED_GEMM-A16W16"),
+    config_keys=(
+        "BLOCK_SIZE_M",
+        "BLOCK_SIZE_N",
+        "BLOCK_SIZE_K",
+        "GROUP_SIZE_M",
+        "NUM_KSPLIT",
+        "PERSISTENT",
+        "EPILOGUE_SUBTILE",
+    ),
+    plot=Plot(x="M", series=("N", "K")),
 )
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
 
 
 @triton.jit
@@ -97,12 +103,12 @@ def _batched_gemm_bf16_persistent_kernel(
 
 def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
-    dt = DTYPES[case.get("dtype", "bf16")]
+    dt = DTYPES[case["dtype"]]
     dev = C.device()
     g = C.generator(seed, dev)
     x = C.rand((B, M, K), dt, g, dev)
     w = C.rand((B, N, K), dt, g, dev, scale=K**-0.5)
-    bias = C.rand((B, 1, N), dt, g, dev) if case.get("bias") else None
+    bias = C.rand((B, 1, N), dt, g, dev) if case["bias"] else None
     return {"x": x, "w": w, "bias": bias, "y": torch.empty((B, M, N), dtype=dt, device=dev)}
 
 
@@ -137,15 +143,3 @@ def reference(inputs: dict[str, Any]) -> torch.Tensor:
     if inputs["bias"] is not None:
         ref += inputs["bias"].double()
     return ref
-
-
-def tolerance(case: dict[str, Any]) -> float:
-    return TOLERANCE[case.get("dtype", "bf16")]
-
-
-flops = C.gemm_flops
-
-
-def bytes_moved(case: dict[str, Any]) -> float:
-    B, M, N, K = (int(case[k]) for k in "BMNK")
-    return 2.0 * B * (M * K + N * K + M * N + (N if case.get("bias") else 0))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.results import load_results
+from harness.results.format import load_results
 from tests.conftest import DATA, ROOT
 
 #: the oldest typer (and its click) that pyproject.toml allows; the test command builds this venv
@@ -125,12 +125,12 @@ def test_a_signalled_run_exits_with_the_signal_code_and_resumes(tmp_path, sig, c
 
 def test_a_bug_in_harness_exits_3_with_its_traceback_never_1(monkeypatch, capsys):
     """1 means "regression found": an internal error must not pass for one (nor for a clean run)."""
-    import harness.compare
+    import harness.compare.compare
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(harness.compare, "compare_files", broken)
+    monkeypatch.setattr(harness.compare.compare, "compare_files", broken)
     with pytest.raises(SystemExit) as ex:
         main(["compare", str(DATA / "golden.csv"), str(DATA / "tot.csv")])
     assert ex.value.code == 3

@@ -9,9 +9,9 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.compare import compare_files, load_compare, worst_first, write_compare
+from harness.compare.compare import compare_files, load_compare, worst_first, write_compare
 from harness.errors import HarnessError
-from harness.markdown import GITHUB_LIMIT, MARKER, render_markdown
+from harness.render.markdown import GITHUB_LIMIT, MARKER, render_markdown
 from tests.conftest import DATA, HEADER
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
@@ -62,7 +62,7 @@ def test_unstable_fail_mode():
 
 
 def test_rule_parameters_apply():
-    from harness.rule import Rule
+    from harness.compare.rule import Rule
 
     cmp = compare_files(G, T, Rule(rel=1.10, abs_us=0.0, min_golden_us=0.0))
     v = cmp.table.set_index(["kernel", "case_id"])["verdict"]
@@ -140,8 +140,8 @@ def test_markdown_truncates_under_github_limit():
             "tot_us": [20.0 if i % 2 else 10.0 for i in range(n)],
         }
     )
-    from harness.compare import Comparison, compare_frames
-    from harness.rule import Rule
+    from harness.compare.compare import Comparison, compare_frames
+    from harness.compare.rule import Rule
 
     g = t.rename(columns={"golden_us": "time_us"}).drop(columns="tot_us").assign(status="ok")
     tt = t.rename(columns={"tot_us": "time_us"}).drop(columns="golden_us").assign(status="ok")
@@ -188,7 +188,7 @@ def test_cli_bad_csv_row(write):
 
 
 def test_overlapping_rep_ranges_are_noted_not_overruled():
-    from harness.compare import overlap_note
+    from harness.compare.compare import overlap_note
 
     # TOT's fastest rep beats golden's slowest: the rule still says regression, the note says it may be noise
     assert overlap_note("[2865.0, 3001.1, 3030.5]", "[2866.0, 3099.1, 3075.0]", regression=True).startswith(
@@ -215,7 +215,7 @@ def test_overlap_note_reaches_the_table(write):
 
 
 def test_different_measurement_methods_warn():
-    from harness.compare import method_differences
+    from harness.compare.compare import method_differences
 
     g = {"timing": "cupti", "launch_gap": "auto", "heat_s": 5.0, "gpu": {"name": "NVIDIA H100 80GB HBM3"}}
     assert method_differences(g, dict(g)) == []
@@ -228,7 +228,7 @@ def test_different_measurement_methods_warn():
 
 
 def test_clock_note_only_when_the_clock_moved_with_the_time():
-    from harness.compare import clock_note
+    from harness.compare.compare import clock_note
 
     # TOT 2 % slower and its SM clock 2 % lower: noted
     assert clock_note(1980.0, 1941.0, 2.0) == "NVML SM clock 1980 -> 1941 MHz (-2.0 %)"

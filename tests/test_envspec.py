@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.envschema import TOP_KEYS, VENV_KEYS, expand, pins
-from harness.envspec import MARKER, EnvSpec, check_venv, create_env, load_env_spec
+from harness.inputs.envschema import TOP_KEYS, VENV_KEYS, expand, pins
+from harness.inputs.env import MARKER, EnvSpec, check_venv, create_env, load_env_spec
 from harness.errors import HarnessError
 from tests.conftest import DATA, ROOT
 
@@ -273,7 +273,7 @@ def test_a_pin_that_is_not_installed_is_refused_by_create(tmp_path):
     spec = venv_spec(tmp_path, ["harness-no-such-dist==1.0"])
     spec.venv["requirements"] = []  # nothing to install: only the check of the pins below
     with pytest.raises(HarnessError, match="harness-no-such-dist is not installed but the spec pins"):
-        from harness.envspec import _check_pins
+        from harness.inputs.env import _check_pins
 
         _check_pins(spec, ["harness-no-such-dist==1.0"])
 
@@ -282,7 +282,7 @@ def test_a_pin_that_is_not_installed_is_refused_by_create(tmp_path):
 
 
 def test_two_envs_with_the_same_triton_are_named_loudly(tmp_path):
-    from harness.runner import same_triton
+    from harness.run.runner import same_triton
 
     a = load(tmp_path, "name: golden\npython: python3\n")
     b = load_env_spec(spec_file(tmp_path, "name: tot\npython: python3\n", "t.yaml"), environ={})
@@ -296,7 +296,7 @@ def test_two_envs_with_the_same_triton_are_named_loudly(tmp_path):
 @pytest.mark.slow
 def test_interleaved_run_warns_when_both_envs_run_one_triton(tmp_path, monkeypatch):
     from harness import runner
-    from harness.suite import load_suite
+    from harness.inputs.suite import load_suite
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     a = load_env_spec(DATA / "cpu-env.yaml")

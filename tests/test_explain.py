@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import compare_files, write_compare
+from harness.compare.compare import compare_files, write_compare
 from harness.errors import HarnessError
-from harness.explain import (
+from harness.explain.explain import (
     amdgcn_mix,
     amdgcn_resources,
     diff_kernels,
@@ -34,7 +34,7 @@ from harness.explain import (
     ttgir_facts,
     write_explain,
 )
-from harness.results import COLUMNS
+from harness.results.format import COLUMNS
 from tests.conftest import DATA, ROOT
 
 ART = DATA / "artifacts"

@@ -17,15 +17,15 @@ from types import SimpleNamespace
 import pytest
 
 from harness.cli import main
-from harness.compare import compare_files, nothing_compared, other_gpu, same_triton
+from harness.compare.compare import compare_files, nothing_compared, other_gpu, same_triton
 from harness.errors import HarnessError
-from harness.markdown import render_markdown
-from harness.outputs import lock_output, lock_path, resume_conflict
-from harness.results import sidecar_path
+from harness.render.markdown import render_markdown
+from harness.run.locks import lock_output, lock_path, resume_conflict
+from harness.results.format import sidecar_path
 from tests.conftest import DATA, HEADER, ROOT
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
-HOLD = "import sys, time; from harness.outputs import lock_output\nwith lock_output(sys.argv[1]):\n"
+HOLD = "import sys, time; from harness.run.locks import lock_output\nwith lock_output(sys.argv[1]):\n"
 HOLD += "    print('held', flush=True); time.sleep(120)\n"
 
 
@@ -126,7 +126,7 @@ def test_run_unwritable_outputs_are_one_line_naming_the_option(tmp_path, capsys,
 
 
 def test_interleaved_outputs_must_differ(tmp_path):
-    from harness.runner import RunOptions, lock_outputs
+    from harness.run.runner import RunOptions, lock_outputs
 
     both = lock_outputs([(None, tmp_path / "a.csv"), (None, tmp_path / "." / "a.csv")], RunOptions())
     with pytest.raises(HarnessError, match="one output file each"), both:
@@ -163,7 +163,7 @@ def test_resume_of_a_file_that_records_no_options_is_refused():
 
 
 def test_recorded_options_come_from_the_journal_else_the_sidecar(tmp_path):
-    from harness.runner import recorded_options
+    from harness.run.runner import recorded_options
 
     journal, side = tmp_path / "r.csv.journal.jsonl", tmp_path / "r.csv.env.json"
     assert recorded_options(journal, side) is None
@@ -370,7 +370,7 @@ def test_markdown_shows_no_warning_for_one_gpu_and_two_tritons():
 
 def test_nvidia_smi_identity_fields_are_read_for_the_workers_gpu(tmp_path, monkeypatch):
     """gpuinfo asks nvidia-smi about the worker's GPU by UUID (index 0 ignores CUDA_VISIBLE_DEVICES)."""
-    from harness.gpuinfo import NVIDIA_FIELDS, gpu_state
+    from harness.run.gpu_state import NVIDIA_FIELDS, gpu_state
 
     smi = tmp_path / "nvidia-smi"
     values = ["NVIDIA H200", "570.1", "1980", "2619", "1980", "35", "120.5", "0x0", "GPU-abc", "1650123", "00:1B:00.0"]
@@ -384,7 +384,7 @@ def test_nvidia_smi_identity_fields_are_read_for_the_workers_gpu(tmp_path, monke
 
 
 def test_worker_reports_uuid_and_pci_location_in_nvidia_smis_form():
-    from harness.worker import _pci_bus_id, _uuid_text
+    from harness.worker.session import _pci_bus_id, _uuid_text
 
     assert _uuid_text("GPU-0a1b") == "0a1b" and _uuid_text("0a1b") == "0a1b" and _uuid_text(None) is None
     props = SimpleNamespace(pci_domain_id=0, pci_bus_id=27, pci_device_id=0)
@@ -403,7 +403,7 @@ def test_a_held_lock_is_released_when_the_run_raises(tmp_path):
 
 
 def test_gpu_state_falls_back_to_the_first_gpu_when_nvidia_smi_does_not_know_the_uuid(tmp_path, monkeypatch):
-    from harness.gpuinfo import NVIDIA_FIELDS, gpu_state
+    from harness.run.gpu_state import NVIDIA_FIELDS, gpu_state
 
     smi = tmp_path / "nvidia-smi"
     line = ", ".join(["NVIDIA H200"] + ["1"] * (len(NVIDIA_FIELDS) - 1))

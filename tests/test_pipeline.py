@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from harness.compare import compare_files
-from harness.results import load_results, sidecar_path
+from harness.compare.compare import compare_files
+from harness.results.format import load_results, sidecar_path
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.compare import compare_files, write_compare
+from harness.compare.compare import compare_files, write_compare
 from harness.errors import HarnessError
-from harness.markdown import MARKER
-from harness.publish_github import GitHub
+from harness.render.markdown import MARKER
+from harness.publish.github import GitHub
 from tests.conftest import DATA
 
 
@@ -141,7 +141,7 @@ def test_cli_publishes_rendered_markdown(server, tmp_path, monkeypatch):
 
 
 def test_comment_links_the_explanations():
-    from harness.markdown import render_markdown
+    from harness.render.markdown import render_markdown
 
     cmp = compare_files(DATA / "golden.csv", DATA / "tot.csv")
     body = render_markdown(cmp, explain_url="https://ci.example/run/1#explain")
@@ -150,7 +150,7 @@ def test_comment_links_the_explanations():
 
 
 def test_retry_wait_reads_seconds_and_falls_back_to_backoff():
-    from harness.publish_github import retry_wait
+    from harness.publish.github import retry_wait
 
     assert retry_wait("3", 1.0, 0, cap=60) == 3.0 and retry_wait("0.5", 1.0, 4, cap=60) == 0.5
     assert retry_wait(None, 1.0, 3, cap=60) == 8.0 and retry_wait("", 0.5, 0, cap=60) == 0.5
@@ -205,7 +205,7 @@ def test_bad_pr_number_is_one_line(server, capsys, monkeypatch, compare_csv):
 
 
 def test_valid_repos_and_urls_pass():
-    from harness.publish_github import check_api_url, check_repo
+    from harness.publish.github import check_api_url, check_repo
 
     for repo in ("ROCm/aiter", "triton-lang/triton", "o/r.github.io", "a1/_x-y.z"):
         assert check_repo(repo) == repo

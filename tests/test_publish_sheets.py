@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from harness.compare import compare_files, write_compare
+from harness.compare.compare import compare_files, write_compare
 from harness.errors import HarnessError
-from harness.publish_sheets import ENDPOINT_ENV, load_credentials, publish_sheets, spreadsheet_id
+from harness.publish.sheets import ENDPOINT_ENV, load_credentials, publish_sheets, spreadsheet_id
 from tests.conftest import DATA, ROOT
 from tests.sheets_server import serve
 
@@ -197,7 +197,7 @@ def test_cli_end_to_end_never_prints_the_key(fake, creds, tmp_path):
 
 
 def test_value_batches_cover_every_row_once_within_the_size():
-    from harness.publish_sheets import value_batches
+    from harness.publish.sheets import value_batches
 
     cases = [["h1", "h2"]] + [[f"case-{i}", i * 0.5] for i in range(5000)]
     bodies = list(value_batches("s", [["x"]], "c", cases, limit=10_000))
@@ -213,7 +213,7 @@ def test_value_batches_cover_every_row_once_within_the_size():
 
 
 def test_skips_have_their_own_summary_rows_and_colors(write):
-    from harness.publish_sheets import VERDICT_COLORS, format_requests, summary_rows
+    from harness.publish.sheets import VERDICT_COLORS, format_requests, summary_rows
     from tests.conftest import HEADER
 
     g = write(

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError
-from harness.report import (
+from harness.report.report import (
     config_label,
     dispatch_table,
     kernel_ceiling,
@@ -207,7 +207,7 @@ def test_report_navigation_names_every_section(h100_page):
 
 
 def test_plain_numbers():
-    from harness.report import plain
+    from harness.report.report import plain
 
     assert [plain(v) for v in (58490.12, 12.3456, 0.5, 0.000123456, -9.53, 16.0, 1234567.0)] == [
         "58,490.1",

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from harness.errors import HarnessError
-from harness.results import COLUMNS, ResultsAppender, load_results, parse_results, write_results
+from harness.results.format import COLUMNS, ResultsAppender, load_results, parse_results, write_results
 from tests.conftest import HEADER
 
 GOOD = HEADER + "bf16,a,128,16,512,128,bf16,5.8,ok,,\nbf16,b,128,32,512,128,bf16,,compile_error,,boom\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.rocprof import parse_kernel_trace, rep_times
+from harness.run.rocprof import parse_kernel_trace, rep_times
 from tests.conftest import DATA
 
 
@@ -115,7 +115,7 @@ def test_a_window_with_the_wrong_launch_count_fails_only_its_rep():
 
 
 def test_a_bad_trace_fails_its_reps_not_the_run(tmp_path):
-    from harness.runner import _read_traces
+    from harness.run.runner import _read_traces
 
     good, bad, unreadable = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d in (good, bad, unreadable):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.rule import EDGE_RTOL, VERDICTS, Rule, timed_verdicts, verdicts
+from harness.compare.rule import EDGE_RTOL, VERDICTS, Rule, timed_verdicts, verdicts
 
 RULE = Rule()
 times = st.floats(min_value=1e-3, max_value=1e7, allow_nan=False, allow_infinity=False)
@@ -203,7 +203,7 @@ def test_skip_flags_never_change_timed_or_failed_verdicts(rows):
 
 
 def test_skips_do_not_block_and_the_vocabulary_is_one():
-    from harness.rule import ATTENTION, BLOCKING, SKIPPED
+    from harness.compare.rule import ATTENTION, BLOCKING, SKIPPED
 
     assert len(set(VERDICTS)) == len(VERDICTS)
     assert set(BLOCKING) | set(SKIPPED) | set(ATTENTION) <= set(VERDICTS)

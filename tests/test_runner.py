@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.results import load_results, sidecar_path
+from harness.results.format import load_results, sidecar_path
 from tests.conftest import DATA, ROOT
 
 pytestmark = pytest.mark.slow
@@ -186,8 +186,8 @@ def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
     the order reversed each round; each env still writes its own complete results file."""
     from harness import runner
-    from harness.envspec import load_env_spec
-    from harness.suite import load_suite
+    from harness.inputs.env import load_env_spec
+    from harness.inputs.suite import load_suite
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     suite = tmp_path / "s.yaml"
@@ -247,8 +247,8 @@ def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, mon
     """The parallel compile pass: every case goes to one of N workers (compile only, nothing kept); a kernel that
     kills its worker costs that worker, not the pass. (Here under the interpreter; on a GPU it fills the cache.)"""
     from harness import runner
-    from harness.envspec import load_env_spec
-    from harness.suite import load_suite
+    from harness.inputs.env import load_env_spec
+    from harness.inputs.suite import load_suite
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     spec = load_env_spec(str(DATA / "cpu-env.yaml"))
@@ -278,7 +278,7 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
 
 
 def test_inputs_move_only_where_the_worker_times_each_launch():
-    from harness.runner import RunOptions, _moves_inputs
+    from harness.run.runner import RunOptions, _moves_inputs
 
     on = RunOptions()
     assert _moves_inputs(on, "cupti") and _moves_inputs(on, "events")

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import HarnessError
-from harness.kernelspec import COMMON_PARAMS, load_kernel_spec
-from harness.suite import check_config_files, config_files, load_suite, select
+from harness.inputs.kernel import COMMON_PARAMS, load_kernel_spec
+from harness.inputs.suite import check_config_files, config_files, load_suite, select
 from kernels import INTERFACE, REGISTRY
 from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS
 from tests.conftest import DATA, ROOT

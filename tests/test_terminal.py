@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from harness.compare import compare_files, load_compare
-from harness.terminal import case_lines, failed_row_lines, kernel_keys, print_comparison
+from harness.compare.compare import compare_files, load_compare
+from harness.render.terminal import case_lines, failed_row_lines, kernel_keys, print_comparison
 from tests.conftest import HEADER, ROOT
 
 LONG = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
@@ -167,7 +167,7 @@ def test_run_summary_lists_failed_cases_under_the_counts(write):
 
 
 def test_every_verdict_has_a_style_and_a_heading():
-    from harness.rule import VERDICTS
-    from harness.terminal import SHORT, STYLE
+    from harness.compare.rule import VERDICTS
+    from harness.render.terminal import SHORT, STYLE
 
     assert set(STYLE) == set(VERDICTS) == set(SHORT)

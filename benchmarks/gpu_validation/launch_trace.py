@@ -32,8 +32,8 @@ def main() -> None:
 
     import torch
 
-    from harness.suite import load_suite, select
-    from harness.worker import Worker, auto_idle_s, auto_launches, launch_plan, rehomed, shuffled
+    from harness.inputs.suite import load_suite, select
+    from harness.worker.session import Worker, auto_idle_s, auto_launches, launch_plan, rehomed, shuffled
     from kernels import batched_gemm_a8w8_prequant as pq
 
     xq_seen: list[int] = []

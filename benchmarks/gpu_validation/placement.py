@@ -31,8 +31,8 @@ def main() -> None:
 
     import torch
 
-    from harness.suite import load_suite, select
-    from harness.worker import FLUSH_NAME, Worker, attribute_dispatches, kernel_events
+    from harness.inputs.suite import load_suite, select
+    from harness.worker.session import FLUSH_NAME, Worker, attribute_dispatches, kernel_events
     from kernels import batched_gemm_a8w8_prequant as pq
 
     seen: list[tuple[int, int]] = []

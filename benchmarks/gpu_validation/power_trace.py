@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from harness.gpu_telemetry import SLOWDOWN_MASK  # noqa: E402 - after the path is set
+from harness.worker.telemetry import SLOWDOWN_MASK  # noqa: E402 - after the path is set
 
 
 def wait_unthrottled(dev, budget_s: float, step_s: float = 0.0005) -> float:  # noqa: ANN001
@@ -51,8 +51,8 @@ def main() -> None:
     import torch
 
     from harness import gpu_telemetry as gt
-    from harness.suite import load_suite, select
-    from harness.worker import FLUSH_NAME, Worker, attribute_dispatches, auto_idle_s, kernel_events
+    from harness.inputs.suite import load_suite, select
+    from harness.worker.session import FLUSH_NAME, Worker, attribute_dispatches, auto_idle_s, kernel_events
 
     w = Worker(str(ROOT), "cupti", 0.6)
     dev = w.nvml()

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from harness import stability
-from harness.envspec import EnvSpec
+from harness.inputs.env import EnvSpec
 from harness.errors import HarnessError
 from harness.fsutil import check_writable, write_text
-from harness.gpuinfo import gpu_state
-from harness.outputs import lock_output, resume_conflict
-from harness.results import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
-from harness.worker import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
+from harness.run.gpu_state import gpu_state
+from harness.run.locks import lock_output, resume_conflict
+from harness.results.format import SCHEMA_VERSION, ResultsAppender, artifacts_dir, load_results, sidecar_path
+from harness.worker.session import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
 
 #: what --launch-gap auto means in this version, recorded in the sidecar so that runs made under the older rule
 #: (the kernel's time, at most 1 ms, until 2026-11-22) are told apart by compare
@@ -795,7 +795,7 @@ def _read_traces(dirs: list[Path], n: int) -> tuple[dict[tuple[int, int], tuple 
     """{(case index, rep): (times, per-dispatch) or why that rep's window is unusable} from the traces of
     ``dirs``, and why a trace could not be read (one line each): a bad trace or window fails only the reps it
     held, not the run."""
-    from harness.rocprof import parse_kernel_trace, rep_times
+    from harness.run.rocprof import parse_kernel_trace, rep_times
 
     found: dict[tuple[int, int], tuple | str] = {}
     errors: list[str] = []

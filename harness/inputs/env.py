@@ -13,7 +13,7 @@
     timing: auto                     # auto | cupti | rocprofv3 | events | wallclock
     cache_dir: null                  # TRITON_CACHE_DIR; default .harness/cache/<name>, one per env
 
-The schema (types, known keys) and variable expansion are in :mod:`harness.envschema`: ``${VAR}`` must be set,
+The schema (types, known keys) and variable expansion are in :mod:`harness.inputs.envschema`: ``${VAR}`` must be set,
 ``${VAR:-default}`` may not be; both are expanded when the spec is loaded, so one file serves several machines
 and what ``harness env show`` prints is what runs.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from harness.envschema import TIMINGS, check_spec, pins, same_version
+from harness.inputs.envschema import TIMINGS, check_spec, pins, same_version
 from harness.errors import HarnessError
 from harness.fsutil import write_text
 
@@ -51,7 +51,7 @@ MARKER = ".harness-env.json"
 
 @dataclass
 class EnvSpec:
-    """A loaded spec; every value already checked and expanded (see :mod:`harness.envschema`)."""
+    """A loaded spec; every value already checked and expanded (see :mod:`harness.inputs.envschema`)."""
 
     name: str
     path: Path  # the YAML file

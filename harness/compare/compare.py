@@ -14,8 +14,8 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.fsutil import atomic_write, write_text
-from harness.results import SHAPE_COLUMNS, STATUSES, TIMED_STATUSES, case_key, load_results
-from harness.rule import BLOCKING, VERDICTS, Rule, verdict_codes
+from harness.results.format import SHAPE_COLUMNS, STATUSES, TIMED_STATUSES, case_key, load_results
+from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
 
 COMPARE_COLUMNS = (
     "kernel",

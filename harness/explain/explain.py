@@ -474,8 +474,8 @@ class CaseExplain:
 
 
 def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> tuple[pd.DataFrame, Path]:
-    from harness.compare import locate_results
-    from harness.results import artifacts_dir, load_results
+    from harness.compare.compare import locate_results
+    from harness.results.format import artifacts_dir, load_results
 
     path = locate_results(named, compare_csv)
     if path is None:
@@ -492,7 +492,7 @@ def explain_cases(
     limit: int = 20,
 ) -> list[CaseExplain]:
     """The cases to explain (regressions worst first, or those matching ``cases`` regexes) with their diffs."""
-    from harness.compare import load_compare, worst_first
+    from harness.compare.compare import load_compare, worst_first
 
     cmp = load_compare(compare_csv)
     g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)

@@ -1,6 +1,6 @@
 """Upsert one sticky pull-request comment with the comparison (GitHub REST, standard library only).
 
-The comment is found by the hidden marker line of :mod:`harness.markdown`, so every push updates the same comment
+The comment is found by the hidden marker line of :mod:`harness.render.markdown`, so every push updates the same comment
 instead of adding one. The token comes from an environment variable and is never printed or logged.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.markdown import MARKER
+from harness.render.markdown import MARKER
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 #: GitHub's rules: an owner is 1-39 letters, digits and inner single hyphens; a name letters, digits, ., -, _

@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.worker import FLUSH_NAME, MARKER_NAME, attribute_dispatches
+from harness.worker.session import FLUSH_NAME, MARKER_NAME, attribute_dispatches
 
 
 @dataclass(frozen=True)

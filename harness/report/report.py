@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.envinfo import ENV_ROWS, get
+from harness.render.envinfo import ENV_ROWS, get
 from harness.errors import HarnessError
 from harness.fsutil import ensure_parent, write_bytes, write_text
 
@@ -202,7 +202,7 @@ class Run:
 
 
 def load_runs(paths: list[Path]) -> list[Run]:
-    from harness.results import load_results
+    from harness.results.format import load_results
 
     runs = []
     for p in paths:
@@ -536,7 +536,7 @@ def write_report(
     vendor_df = parse_vendor(vendor) if vendor is not None else None
     cmp = None
     if compare_csv is not None:
-        from harness.compare import load_compare, locate_results
+        from harness.compare.compare import load_compare, locate_results
 
         cmp = load_compare(compare_csv)
         if not results:
@@ -580,7 +580,7 @@ def write_report(
             )
             if c in t.columns
         ]
-        from harness.compare import worst_first
+        from harness.compare.compare import worst_first
 
         t = t.iloc[worst_first(t)][cols]
         body = f"<p>{html.escape(summary)} over {len(t)} cases. Rule: {html.escape(cmp.rule.describe())}.</p>"

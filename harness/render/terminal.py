@@ -18,9 +18,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.compare import Comparison, worst_first
-from harness.envinfo import one_line
-from harness.rule import BLOCKING, VERDICTS
+from harness.compare.compare import Comparison, worst_first
+from harness.render.envinfo import one_line
+from harness.compare.rule import BLOCKING, VERDICTS
 
 STYLE = {
     "regression": "bold red",
@@ -226,8 +226,8 @@ def _print_list(con: Console, t: pd.DataFrame, keys: dict[str, str], verdicts: t
 def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str]:
     """The cases of a results frame whose status is neither ok nor unstable, one line each with the first line
     of their error (the first ``first``, then ``... and N more``): the end of `harness run`."""
-    from harness.compare import first_line
-    from harness.results import TIMED_STATUSES
+    from harness.compare.compare import first_line
+    from harness.results.format import TIMED_STATUSES
 
     bad = results[~results["status"].isin(TIMED_STATUSES).to_numpy()]
     shown = bad.head(first)

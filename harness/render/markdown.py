@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from harness.compare import Comparison, worst_first
-from harness.envinfo import side_by_side
-from harness.rule import ATTENTION, BLOCKING
+from harness.compare.compare import Comparison, worst_first
+from harness.render.envinfo import side_by_side
+from harness.compare.rule import ATTENTION, BLOCKING
 
 MARKER = "<!-- harness:perf-compare -->"
 GITHUB_LIMIT = 65_536

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare import Comparison, worst_first
-from harness.envinfo import side_by_side
+from harness.compare.compare import Comparison, worst_first
+from harness.render.envinfo import side_by_side
 from harness.errors import HarnessError
-from harness.publish_github import retry_wait
+from harness.publish.github import retry_wait
 
 SHEETS_ROOT = "https://sheets.googleapis.com"
 #: points gspread at another Sheets v4 server (tests, proxies); unset in production

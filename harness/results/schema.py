@@ -1,0 +1,93 @@
+"""The results-file contract, as data: columns, statuses, and what each row means. Pure.
+
+One CSV row per (kernel, case); a ``<results>.env.json`` sidecar beside it (docs/results-format.md). Version 2
+holds any kernel's parameters (``params``, a JSON object) and each row's work (``flops``, ``bytes``, ``peak``);
+version 1 files (batched GEMMs: ``B``, ``M``, ``N``, ``K`` columns) still load, upgraded on read (v1.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SCHEMA_VERSION = 2
+
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "incorrect", "unstable", "skipped")
+#: statuses whose row carries a usable time (``unstable``: the median of 5 disagreeing reps)
+TIMED_STATUSES = ("ok", "unstable")
+REQUIRED = ("kernel", "case_id", "time_us", "status")
+#: the column order the runner writes
+COLUMNS = (
+    "kernel",
+    "case_id",
+    "params",
+    "dtype",
+    "world_size",
+    "status",
+    "time_us",
+    "config",
+    "config_source",
+    "reps",
+    "rep_times_us",
+    "spread_pct",
+    "dispatch_us",
+    "flops",
+    "bytes",
+    "peak",
+    "tflops",
+    "gbps",
+    "compile_s",
+    "rel_err",
+    "timing",
+    "sm_clock_mhz",
+    "rep_clocks_mhz",
+    "throttle",
+    "gpu_temp_c",
+    "error",
+    "artifacts",
+)
+TEXT_COLUMNS = (
+    "kernel",
+    "case_id",
+    "status",
+    "params",
+    "dtype",
+    "peak",
+    "config",
+    "config_source",
+    "rep_times_us",
+    "dispatch_us",
+    "timing",
+    "rep_clocks_mhz",
+    "throttle",
+    "error",
+    "artifacts",
+)
+NUMBER_COLUMNS = (
+    "reps",
+    "spread_pct",
+    "flops",
+    "bytes",
+    "tflops",
+    "gbps",
+    "compile_s",
+    "rel_err",
+    "sm_clock_mhz",
+    "gpu_temp_c",
+)
+#: floats written with 6 significant digits (rates, ratios); every other float with 4 decimals (µs round-trip)
+SIGNIFICANT = ("spread_pct", "tflops", "gbps", "rel_err", "flops", "bytes")
+
+
+def sidecar_path(results: str | os.PathLike[str]) -> Path:
+    """``results.csv`` → ``results.csv.env.json``."""
+    p = Path(results)
+    return p.with_name(p.name + ".env.json")
+
+
+def artifacts_dir(results: str | os.PathLike[str], env: dict | None = None) -> Path:
+    """The folder ``harness run --artifacts`` keeps a results file's compiled kernels in: the sidecar's
+    ``artifacts_dir`` when it names one, else ``<stem>.artifacts`` beside the results file."""
+    p = Path(results)
+    name = (env or {}).get("artifacts_dir") or (p.stem + ".artifacts")
+    return p.with_name(name)

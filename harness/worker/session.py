@@ -1,0 +1,245 @@
+"""One worker process's state: the cases it has prepared (inputs on the GPU, config, compiled kernels), its timer
+and its NVML handle. The request loop (main.py) calls one method per request."""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import time
+from collections import OrderedDict
+from typing import Any
+
+from harness.worker import facts
+from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
+from harness.worker.errors import error_text
+from harness.worker.placement import rehomed, shuffled
+from harness.worker.telemetry import NoSampler, Sampler, open_device
+from harness.worker.timing import Timer, auto_idle_s, auto_launches
+
+
+class Session:
+    def __init__(self, repo: str, timing: str, mem_budget: float):
+        if repo not in sys.path:
+            sys.path.insert(0, repo)
+        import torch  # heavy imports happen once, after the driver has the process
+
+        if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+            os.environ["TRITON_INTERPRET"] = "1"  # no GPU: Triton's CPU interpreter (set before any @triton.jit)
+        import triton
+
+        from kernels import _common as common
+        from kernels import _config as configs
+
+        self.torch, self.triton, self.C, self.configs = torch, triton, common, configs
+        self.repo, self.timing, self.mem_budget = repo, timing, mem_budget
+        self.backend = common.backend()
+        self.timer = Timer(torch, triton, self.backend)
+        self.prepared: OrderedDict[str, Prepared] = OrderedDict()
+        self._nvml: Any = False  # not looked for yet; None: not available
+        self._rng = random.Random(0x5EED)
+
+    def hello(self) -> dict[str, Any]:
+        return facts.environment(self.torch, self.triton, self.backend, self.C.arch(), self.timing)
+
+    def nvml(self) -> Any:
+        """The NVML handle of this worker's GPU (telemetry.NvmlDevice), None without one (CPU, ROCm)."""
+        if self._nvml is False:
+            self._nvml = None
+            if self.backend == "cuda" and self.torch.cuda.is_available():
+                try:
+                    g = facts.gpu(self.torch, self.backend)
+                    index = None if os.environ.get("CUDA_VISIBLE_DEVICES") else self.torch.cuda.current_device()
+                    self._nvml = open_device(g.get("uuid") or "", g.get("pci_bus_id"), index)
+                except Exception:  # noqa: BLE001 - telemetry is optional; timing goes on without it
+                    self._nvml = None
+        return self._nvml
+
+    # ----------------------------------------------------------------------------------------- prepare
+    @staticmethod
+    def key(case: dict[str, Any]) -> str:
+        return f"{case['kernel']}/{case['case_id']}"  # case ids repeat across kernels: the key needs both
+
+    def prepare(
+        self, case: dict[str, Any], check: bool = True, artifacts: str = "", compile_only: bool = False
+    ) -> dict[str, Any]:
+        """Build, compile and check one case. Out of GPU memory with other cases still held: drop them all, retry.
+
+        ``compile_only``: launch once to fill the compile cache, keep nothing (parallel pre-compilation)."""
+        if compile_only:
+            self.prepared.clear()
+            res = self._prepare(case, False, "")
+            self.prepared.clear()
+            self._release()
+            return {k: v for k, v in res.items() if k in ("case_id", "status", "error", "compile_s")}
+        res = self._prepare(case, check, artifacts)
+        if res.get("status") == "runtime_error" and "out of memory" in res.get("error", "") and self.prepared:
+            self.prepared.clear()
+            self._release()
+            res = self._prepare(case, check, artifacts)
+        return res
+
+    def _prepare(self, case: dict[str, Any], check: bool, artifacts: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"case_id": case["case_id"], "dtype": case.get("dtype", "")}
+        try:
+            kernel = self._kernel(case)
+            why = kernel.supported(case["params"]) if "supported" in case.get("hooks", ()) else None
+            if why:
+                return {**out, "status": "skipped", "error": str(why)}
+            cfg = self._config(case, out)
+            run = CaseRun(case, kernel, self.repo, self.torch, self.C)
+            self._evict(self.key(case))  # before allocating this case's inputs, not after
+            inputs = run.build()
+            self._evict(self.key(case))
+            result, recorded = run.first_launch(inputs, cfg, artifacts, self.timer.sync)
+            out.update(recorded)
+            if check:
+                out["rel_err"] = run.check(inputs, result)
+        except CaseFailed as failed:
+            return {**out, "status": failed.status, "error": failed.error}
+        finally:
+            self._release()  # the reference's float64 temporaries: another worker may share this GPU
+        self.prepared[self.key(case)] = Prepared(kernel, inputs, cfg)
+        return {**out, "status": "ok"}
+
+    def _kernel(self, case: dict[str, Any]) -> Any:
+        try:
+            return load_kernel(case["source"], self.repo)
+        except Exception as exc:  # noqa: BLE001 - a user file that does not import fails its cases, one line each
+            path = case["source"].partition(".py:")[0]
+            path = path if path.endswith(".py") else path + ".py"
+            raise CaseFailed("compile_error", error_text(exc, (path,), self.repo)) from None
+
+    def _config(self, case: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+        try:
+            cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
+        except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
+            raise CaseFailed("skipped", f"config: {exc}") from None
+        out.update(config=cfg, config_source=source, tuned=tuned)
+        return cfg
+
+    def _release(self) -> None:
+        if self.backend != "interp":
+            self.torch.cuda.empty_cache()
+
+    def _evict(self, keep: str) -> None:
+        """Drop the oldest prepared cases while their GPU memory is over this worker's budget."""
+        if self.backend == "interp" or not self.torch.cuda.is_available():
+            while len(self.prepared) > 64:
+                self.prepared.popitem(last=False)
+            return
+        limit = self.mem_budget * self.torch.cuda.get_device_properties(0).total_memory
+        while self.prepared and self.torch.cuda.memory_allocated() > limit:
+            key = next(iter(self.prepared))
+            if key == keep:
+                break
+            del self.prepared[key]
+            self._release()
+
+    # -------------------------------------------------------------------------------------------- time
+    def time(
+        self, case: dict[str, Any], n: int, gap: str | None = None, shuffle: bool = False, move_inputs: bool = False
+    ) -> dict[str, Any]:
+        """One rep: ``n`` timed launches (0: as many as ~40 ms of kernel time), each after an L2 flush and, with
+        ``gap``, an idle GPU; the median, the per-dispatch medians and the GPU's telemetry."""
+        key = self.key(case)
+        if key not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
+            p = self.prepare(case, check=False)
+            if p["status"] != "ok":
+                return p
+        entry = self.prepared[key]
+        self.prepared.move_to_end(key)
+        op, rehome = self._op(entry, shuffle, move_inputs)
+        for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
+            op()
+        self.timer.sync()
+        if entry.est_us is None and (n <= 0 or gap == "auto"):
+            entry.est_us = self._estimate(op)  # one estimate per case, launch overhead included
+        n = n if n > 0 else auto_launches(entry.est_us)
+        idle_s = auto_idle_s(entry.est_us) if gap == "auto" else float(gap) / 1e3 if gap else 0.0
+        dev = self.nvml() if self.timing in ("cupti", "events") else None
+        sampler = Sampler(dev) if dev is not None else NoSampler()
+        try:
+            samples, dispatch = self._samples(op, n, idle_s, sampler, rehome, case)
+        except Exception as exc:  # noqa: BLE001
+            error = "timing: " + error_text(exc, (case["source"].partition(".py:")[0],), self.repo)
+            return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
+        res: dict[str, Any] = {"case_id": case["case_id"], "status": "ok", "n": len(samples)}
+        if samples:
+            res["time_us"] = statistics.median(samples)
+        if dispatch:
+            res["dispatch_us"] = dispatch
+        if dev is not None:
+            res["telemetry"] = sampler.summary()
+        return res
+
+    def _op(self, entry: Prepared, shuffle: bool, move_inputs: bool) -> tuple[Any, Any]:
+        """The launch to time (with a random-sized allocation before it when shuffling), and the function that
+        moves the inputs (None when they stay put)."""
+
+        def launch() -> Any:
+            return entry.kernel.launch(entry.inputs, entry.config)  # read at each call: rehome() moves them
+
+        def empty(nbytes: int) -> Any:
+            return self.torch.empty(nbytes, dtype=self.torch.uint8, device="cuda")
+
+        if not shuffle or self.backend == "interp":
+            return launch, None
+        rehome = None
+        if move_inputs and self.timing in ("cupti", "events"):
+
+            def rehome() -> None:
+                entry.inputs = rehomed(entry.inputs, empty, self._rng)
+
+        return shuffled(launch, empty, self._rng), rehome
+
+    def _estimate(self, op: Any) -> float:
+        t0 = time.perf_counter()
+        for _ in range(3):
+            op()
+        self.timer.sync()
+        return (time.perf_counter() - t0) / 3 * 1e6
+
+    def _samples(self, op: Any, n: int, idle_s: float, sampler: Any, rehome: Any, case: dict[str, Any]) -> tuple:
+        # inputs moved before every launch, which is timed: on an H100 the first launch at a new place read the
+        # same as the next ones (launch_trace.py --every 2), so no untimed launch after a move
+        every = 1 if rehome is not None else 0
+        if self.timing == "cupti":
+            return self.timer.cupti(op, n, idle_s, sampler, rehome, every)
+        if self.timing == "events":
+            return self.timer.events(op, n, sampler, rehome, every), None
+        if self.timing == "rocprofv3":
+            return self.timer.markers(op, n, int(case.get("index", 0)), int(case.get("rep", 0))), None
+        return self.timer.wallclock(op, n), None
+
+    # ------------------------------------------------------------------------------------------ others
+    def context_lost(self) -> str:
+        """Non-empty when the GPU context is unusable: an illegal address, a trap or a launch failure is sticky
+        in CUDA (every later call in this process fails), so the case that caused it must be the only one that
+        fails. Probed with a synchronize after a failed request."""
+        if self.backend == "interp":
+            return ""
+        try:
+            self.torch.cuda.synchronize()
+            self.torch.empty(1, device="cuda").fill_(0).item()
+        except Exception as exc:  # noqa: BLE001
+            return "GPU context lost (" + str(exc).strip().splitlines()[0][:120] + ")"
+        return ""
+
+    def heat(self, seconds: float) -> dict[str, Any]:
+        """Keep the GPU busy with large matmuls for ``seconds``, so the first reps run at the same power and
+        temperature as the later ones (a GPU idle while the suite compiled starts cool and boosts higher)."""
+        if self.backend == "interp" or seconds <= 0:
+            return {"status": "ok", "seconds": 0.0}
+        torch = self.torch
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(10):
+                torch.mm(a, b)
+            self.timer.sync()
+        del a, b
+        self._release()
+        return {"status": "ok", "seconds": time.perf_counter() - t0}
