@@ -27,7 +27,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-from harness.worker.session import attribute_dispatches, kernel_events  # noqa: E402
+from harness.worker.timing import attribute_dispatches, kernel_events
 from kernels import _common as C  # noqa: E402
 from kernels import load  # noqa: E402
 from kernels._config import resolve  # noqa: E402

@@ -66,12 +66,13 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
-    from harness.compare.compare import compare_files, meta_path, write_compare
+    from harness.compare.compare import compare_files
+    from harness.compare.rule import Rule
+    from harness.compare.store import meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
     from harness.render.markdown import render_markdown
-    from harness.results.format import sidecar_path
-    from harness.compare.rule import Rule
     from harness.render.terminal import print_comparison, stderr
+    from harness.results.schema import sidecar_path
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
@@ -230,32 +231,23 @@ def run(
     ] = False,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from harness.inputs.env import TIMINGS, check_venv, load_env_spec
-    from harness.run.runner import RunOptions, default_compile_jobs, lock_outputs, run_interleaved, run_suite
     from harness.inputs.suite import load_suite, select
     from harness.render.terminal import stderr
+    from harness.run.options import RunOptions
+    from harness.run.precompile import default_compile_jobs
 
     if timing is not None and timing not in TIMINGS:
         raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
     if not 0 < timeout < float("inf"):
         raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
     gap = _launch_gap(launch_gap)
-    spec = load_env_spec(env)
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
         raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
-    others = [(load_env_spec(e), o) for e, o in zip(with_env, with_out)]
-    for each in [spec, *(o for o, _ in others)]:
-        check_venv(each)  # a venv whose pins did not install would run whatever Triton it finds
+    runs = [(load_env_spec(env), out), *((load_env_spec(e), o) for e, o in zip(with_env, with_out))]
+    for spec, _ in runs:
+        check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     cases = select(load_suite(suite), kernel, filter_)
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
@@ -273,42 +265,7 @@ def run(
         move_inputs=move_inputs,
     )
     con = stderr()
-    runs = [(spec, out), *others]
-    with (
-        lock_outputs(runs, opts, str(suite)),  # a second run on any of these outputs is refused until this ends
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[case]}"),
-            console=con,
-            transient=False,
-        ) as bar,
-    ):
-        tasks = [bar.add_task(f"{s.name}", total=None, case="") for s, _ in runs]
-        if not others:
-
-            def progress(label: str, done: int, total: int) -> None:
-                bar.update(tasks[0], completed=done, total=total, case=label[:48])
-
-            all_counts = [run_suite(spec, cases, out, opts, progress=progress, suite_name=str(suite), locked=True)]
-        else:
-
-            def progress2(i: int, label: str, done: int, total: int) -> None:
-                bar.update(tasks[i], completed=done, total=total, case=label[:48])
-
-            all_counts = run_interleaved(
-                runs,
-                cases,
-                opts,
-                progress=progress2,
-                suite_name=str(suite),
-                locked=True,
-                warn=lambda m: con.print(f"WARNING: {m}", style="bold red", markup=False, highlight=False),
-            )
+    all_counts = _measure(con, runs, cases, opts, str(suite))
     for (_, o), counts in zip(runs, all_counts):
         con.print(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
@@ -318,12 +275,31 @@ def run(
         raise typer.Exit(1)
 
 
+def _measure(con, runs: list, cases: list, opts, suite: str) -> list[dict[str, int]]:  # noqa: ANN001
+    """Every env of ``runs`` measures ``cases``, with progress bars; the outputs are locked until all are done."""
+    from harness.render.progress import env_bars
+    from harness.run.interleave import run_interleaved
+    from harness.run.runner import lock_outputs, run_suite
+
+    with lock_outputs(runs, opts, suite), env_bars(con, [s.name for s, _ in runs]) as bars:
+        if len(runs) == 1:
+            spec, out = runs[0]
+            progress = lambda label, done, total: bars(0, label, done, total)  # noqa: E731
+            return [run_suite(spec, cases, out, opts, progress=progress, suite_name=suite, locked=True)]
+
+        def warn(message: str) -> None:
+            con.print(f"WARNING: {message}", style="bold red", markup=False, highlight=False)
+
+        return run_interleaved(runs, cases, opts, progress=bars, suite_name=suite, locked=True, warn=warn)
+
+
 def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN001 - a rich Console
     """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
     if all(k in ("ok", "unstable") for k in counts):
         return
-    from harness.results.format import TIMED_STATUSES, load_results
     from harness.render.terminal import failed_row_lines, print_lines
+    from harness.results.load import load_results
+    from harness.results.schema import TIMED_STATUSES
 
     df = load_results(out)
     n = int((~df["status"].isin(TIMED_STATUSES)).sum())
@@ -400,9 +376,9 @@ def publish_github(
     """Create or update the one comment on PR that carries the comparison (found by its hidden marker)."""
     import os
 
-    from harness.compare.compare import load_compare
-    from harness.render.markdown import render_markdown
+    from harness.compare.store import load_compare
     from harness.publish.github import GitHub, check_api_url, check_repo
+    from harness.render.markdown import render_markdown
 
     check_repo(repo)
     check_api_url(api_url)
@@ -432,7 +408,7 @@ def publish_sheets(
     ] = None,
 ) -> None:
     """Replace this title's summary and cases worksheets in a Google spreadsheet with the comparison."""
-    from harness.compare.compare import load_compare
+    from harness.compare.store import load_compare
     from harness.publish.sheets import publish_sheets as publish
 
     url = publish(load_compare(compare_csv), spreadsheet, title=title, credentials=credentials)

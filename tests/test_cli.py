@@ -4,6 +4,7 @@ intact and resumable."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.results.format import load_results
+from harness.results.load import load_results
 from tests.conftest import DATA, ROOT
 
 #: the oldest typer (and its click) that pyproject.toml allows; the test command builds this venv
@@ -120,7 +121,7 @@ def test_a_signalled_run_exits_with_the_signal_code_and_resumes(tmp_path, sig, c
         list(map(str, [*args, "--resume"])), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert sorted(load_results(out)["M"].astype(int)) == [16, 17, 18, 19, 20, 21]
+    assert sorted(json.loads(p)["M"] for p in load_results(out)["params"]) == [16, 17, 18, 19, 20, 21]
 
 
 def test_a_bug_in_harness_exits_3_with_its_traceback_never_1(monkeypatch, capsys):

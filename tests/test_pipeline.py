@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from harness.compare.compare import compare_files
-from harness.results.format import load_results, sidecar_path
+from harness.results.load import load_results
+from harness.results.schema import sidecar_path
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -70,18 +71,23 @@ def test_golden_vs_tot_on_cpu(tmp_path):
 def test_fp4_kernels_exact_under_triton_39_interpreter():
     code = """
 import torch
-from kernels import load
+from harness.inputs.kernel import load_kernel
+from harness.worker.cases import load_kernel as import_kernel
 from kernels import _common as C
 from kernels._config import resolve
+load = lambda name: import_kernel(load_kernel(name).source, ".")
+full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")
+cfg_of = lambda k, M, N, K: resolve(k.SPEC.config.family, C.arch(), M, f"N={N}-K={K}").config
 for name in ("batched_gemm_a16wfp4", "batched_gemm_afp4wfp4"):
     k = load(name)
     for case, ks in ((dict(B=2, M=16, N=32, K=256, dtype="fp16", out_dtype="fp16"), 1),
                      (dict(B=1, M=20, N=40, K=160, dtype="fp16", out_dtype="fp16"), 2)):
-        cfg = dict(resolve(k.CONFIG_NAME, C.arch(), case["M"], case["N"], case["K"]).config, NUM_KSPLIT=ks)
+        case = full(k, case)
+        cfg = dict(cfg_of(k, case["M"], case["N"], case["K"]), NUM_KSPLIT=ks)
         inputs = k.make_inputs(case, 7)
         C.poison_(inputs["y"])
         err = C.rel_frobenius(k.launch(inputs, cfg), k.reference(inputs))
-        assert err <= k.tolerance(case), (name, case, err)
+        assert err <= k.SPEC.tolerance_of(case), (name, case, err)
         print(name, case["K"], ks, err)
 """
     r = subprocess.run(
@@ -103,9 +109,13 @@ def test_persistent_tma_kernels_under_triton_39_interpreter():
     epilogue. The fp8 variants must equal the fused kernel bit for bit; bf16 within its tolerance."""
     code = """
 import torch
-from kernels import load
+from harness.inputs.kernel import load_kernel
+from harness.worker.cases import load_kernel as import_kernel
 from kernels import _common as C
 from kernels._config import resolve
+load = lambda name: import_kernel(load_kernel(name).source, ".")
+full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")
+cfg_of = lambda k, M, N, K: resolve(k.SPEC.config.family, C.arch(), M, f"N={N}-K={K}").config
 assert C.tma_unsupported(torch.empty(1, 8, 16, dtype=torch.float16)) is None
 runs = [
     ("batched_gemm_bf16", (3, 40, 48, 200), dict(PERSISTENT=1), True),
@@ -117,15 +127,15 @@ runs = [
 ]
 for name, (B, M, N, K), extra, bias in runs:
     k = load(name)
-    case = dict(B=B, M=M, N=N, K=K, dtype="fp16", out_dtype="fp16", bias=bias)
-    base = resolve(k.CONFIG_NAME, C.arch(), M, N, K).config
+    case = full(k, dict(B=B, M=M, N=N, K=K, dtype="fp16", out_dtype="fp16", bias=bias))
+    base = cfg_of(k, M, N, K)
     cfg = dict(base, **extra)
     assert C.num_tiles(B, M, N, cfg) % C.persistent_programs(B, M, N, cfg) or extra.get("PERSISTENT") == 1
     inputs = k.make_inputs(case, 3)
     C.poison_(inputs["y"])
     y = k.launch(inputs, cfg).clone()
     err = C.rel_frobenius(y, k.reference(inputs))
-    assert err <= k.tolerance(case), (name, extra, err)
+    assert err <= k.SPEC.tolerance_of(case), (name, extra, err)
     C.poison_(inputs["y"])
     y0 = k.launch(inputs, base)
     if "QUANT_PASS" in extra:

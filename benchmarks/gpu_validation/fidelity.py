@@ -41,8 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 def pick(a) -> None:
     import pandas as pd
-
-    from harness.results.format import load_results
+    from harness.results.load import load_results
 
     df = load_results(a.results)
     df = df[(df["status"] == "ok") & (df["time_us"] >= a.min_us)]
@@ -118,7 +117,8 @@ def gap(a) -> None:
 
     import torch
 
-    from harness.worker.session import FLUSH_NAME, Worker, attribute_dispatches, kernel_events
+    from harness.worker.session import Worker
+    from harness.worker.timing import FLUSH_NAME, attribute_dispatches, kernel_events
 
     w = Worker(str(ROOT), "cupti", 0.5)
     cases = json.loads(Path(a.cases).read_text())
@@ -165,7 +165,7 @@ def empty(a) -> None:
         for _ in range(a.reps):
             _empty_kernel[(1,)](buf)
             torch.cuda.synchronize()
-    from harness.worker.session import kernel_events
+    from harness.worker.timing import kernel_events
 
     times = [us for name, us in kernel_events(prof) if "_empty_kernel" in name]
     Path(a.out).write_text(json.dumps({"cupti_us": times, "median_us": statistics.median(times)}, indent=1))
@@ -205,8 +205,8 @@ def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]
 def report(a) -> None:
     import numpy as np
     import pandas as pd
+    from harness.results.load import load_results
 
-    from harness.results.format import load_results
     from harness.compare.rule import Rule, timed_verdicts
 
     cases = json.loads(Path(a.cases).read_text())

@@ -33,7 +33,9 @@ def main() -> None:
     import torch
 
     from harness.inputs.suite import load_suite, select
-    from harness.worker.session import Worker, auto_idle_s, auto_launches, launch_plan, rehomed, shuffled
+    from harness.worker.placement import launch_plan, rehomed, shuffled
+    from harness.worker.session import Worker
+    from harness.worker.timing import auto_idle_s, auto_launches
     from kernels import batched_gemm_a8w8_prequant as pq
 
     xq_seen: list[int] = []

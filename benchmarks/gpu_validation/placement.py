@@ -32,7 +32,8 @@ def main() -> None:
     import torch
 
     from harness.inputs.suite import load_suite, select
-    from harness.worker.session import FLUSH_NAME, Worker, attribute_dispatches, kernel_events
+    from harness.worker.session import Worker
+    from harness.worker.timing import FLUSH_NAME, attribute_dispatches, kernel_events
     from kernels import batched_gemm_a8w8_prequant as pq
 
     seen: list[tuple[int, int]] = []

@@ -52,7 +52,8 @@ def main() -> None:
 
     from harness import gpu_telemetry as gt
     from harness.inputs.suite import load_suite, select
-    from harness.worker.session import FLUSH_NAME, Worker, attribute_dispatches, auto_idle_s, kernel_events
+    from harness.worker.session import Worker
+    from harness.worker.timing import FLUSH_NAME, attribute_dispatches, auto_idle_s, kernel_events
 
     w = Worker(str(ROOT), "cupti", 0.6)
     dev = w.nvml()

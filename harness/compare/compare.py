@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.errors import HarnessError
-from harness.fsutil import atomic_write, write_text
-from harness.results.format import SHAPE_COLUMNS, STATUSES, TIMED_STATUSES, case_key, load_results
+from harness.compare.notes import (
+    clock_note,
+    first_line,
+    method_differences,
+    nothing_compared,
+    other_gpu,
+    overlap_note,
+    same_triton,
+)
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
+from harness.errors import HarnessError
+from harness.results.load import case_key, load_results, params_of
+from harness.results.schema import STATUSES, TIMED_STATUSES
 
 COMPARE_COLUMNS = (
     "kernel",
     "case_id",
-    *SHAPE_COLUMNS,
+    "params",
+    "dtype",
     "golden_us",
     "tot_us",
     "delta_us",
@@ -31,6 +38,9 @@ COMPARE_COLUMNS = (
     "tot_status",
     "golden_config",
     "tot_config",
+    "flops",
+    "bytes",
+    "peak",
     "note",
 )
 KEY = ["kernel", "case_id"]
@@ -127,13 +137,6 @@ def _same_cases_same_order(golden: pd.DataFrame, tot: pd.DataFrame) -> bool:
     )
 
 
-def first_line(error: str, limit: int = 300) -> str:
-    """An error's first non-blank line, at most ``limit`` characters: what a note or a summary line shows. The
-    worker puts the exception, the user's file and line and the chained cause there (worker._error_text)."""
-    line = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 def compare_frames(
     golden: pd.DataFrame,
     tot: pd.DataFrame,
@@ -185,25 +188,11 @@ def compare_frames(
     cols: dict[str, np.ndarray] = {}
     for c in ("kernel", "case_id"):
         cols[c] = _col(golden, c, gi).where(gi >= 0, _col(tot, c, ti))
-    for c in SHAPE_COLUMNS:
-        if c not in golden.columns and c not in tot.columns:
-            continue
-        fill = "" if c == "dtype" else np.nan
-        gv, tv = _col(golden, c, gi, fill), _col(tot, c, ti, fill)
-        if c == "dtype":
-            gv, tv = gv.to_numpy(dtype=object), tv.to_numpy(dtype=object)
-        missing_g = (gv == "") if c == "dtype" else np.isnan(gv)
-        missing_t = (tv == "") if c == "dtype" else np.isnan(tv)
-        clash = ~missing_g & ~missing_t & (gv != tv)
-        if clash.any():
-            i = int(np.flatnonzero(clash)[0])
-            show = (lambda v: v) if c == "dtype" else (lambda v: int(v))
-            raise HarnessError(
-                f"case ({cols['kernel'][i]}, {cols['case_id'][i]}): column '{c}' is {show(gv[i])} in "
-                f"{golden_name} but {show(tv[i])} in {tot_name}; same case_id, different case"
-            )
-        merged = np.where(missing_g, tv, gv)
-        cols[c] = merged if c == "dtype" else pd.array(merged, dtype="Float64").astype("Int64")
+    for c in ("params", "dtype", "peak"):
+        cols[c] = _same_case_column(golden, tot, gi, ti, c, cols, golden_name, tot_name)
+    for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
+        gv, tv = _col(golden, c, gi, np.nan), _col(tot, c, ti, np.nan)
+        cols[c] = np.where(np.isnan(gv), tv, gv)
     cols.update(
         golden_us=gu,
         tot_us=tu,
@@ -255,46 +244,36 @@ def compare_frames(
     for i, text in note_of.items():
         codes[i] = pos[text]
     cols["note"] = pd.Categorical.from_codes(codes, categories=cats)
-    return pd.DataFrame(cols), warnings
+    return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
 
 
-def locate_results(named: str, compare_csv: str | os.PathLike[str]) -> Path | None:
-    """A results file named in a comparison's metadata: at that path, else beside the comparison (the two are
-    often moved together, e.g. in a CI artifact); None when neither exists."""
-    for p in (Path(named), Path(compare_csv).parent / Path(named).name):
-        if named and p.is_file():
-            return p
-    return None
-
-
-def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
-    """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
-    side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed
-    depends on the process (placement) more than the rule's 0.5 % + 0.5 µs."""
-    try:
-        g = [float(x) for x in json.loads(golden_reps)]
-        t = [float(x) for x in json.loads(tot_reps)]
-    except (ValueError, TypeError):
-        return ""
-    if len(g) < 2 or len(t) < 2:
-        return ""
-    slow, fast = (t, g) if regression else (g, t)
-    if min(slow) > max(fast):
-        return ""
-    return f"rep ranges overlap (golden {min(g):.4g}-{max(g):.4g}, TOT {min(t):.4g}-{max(t):.4g} us): may be noise"
-
-
-def clock_note(golden_mhz: float, tot_mhz: float, delta_pct: float) -> str:
-    """A note when a flagged case's mean SM clock (NVML, sampled while its launches ran) moved the same way as
-    its time by at least half as much: at a power cap the clock sets a GEMM's speed. Between two runs of the
-    same kernel (A/A) that is noise; between two compilers it may also be the new code's own power draw. NVML
-    refreshes its clock about every 100 ms on an H100, so for a rep of ~40 ms this is a hint, not a measure."""
-    if not (golden_mhz > 0 and tot_mhz > 0) or math.isnan(delta_pct):
-        return ""
-    clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)  # > 0: TOT ran at a lower clock, so expect it slower
-    if abs(clock_pct) < 0.3 or clock_pct * delta_pct <= 0 or abs(clock_pct) < 0.5 * abs(delta_pct):
-        return ""
-    return f"NVML SM clock {golden_mhz:.0f} -> {tot_mhz:.0f} MHz ({100.0 * (tot_mhz / golden_mhz - 1.0):+.1f} %)"
+def _same_case_column(
+    golden: pd.DataFrame,
+    tot: pd.DataFrame,
+    gi: np.ndarray,
+    ti: np.ndarray,
+    c: str,
+    cols: dict[str, Any],
+    golden_name: str,
+    tot_name: str,
+) -> np.ndarray:
+    """A column that describes the case (its parameters, dtype, roof): golden's value, else TOT's. Where both
+    have one and they differ, the same (kernel, case_id) names two different cases: refused. Parameters are
+    compared key by key where the texts differ (a version 1 file knows only B, M, N, K)."""
+    gv = _col(golden, c, gi).to_numpy(dtype=object)
+    tv = _col(tot, c, ti).to_numpy(dtype=object)
+    differ = np.flatnonzero((gv != "") & (tv != "") & (gv != tv))
+    for i in differ:
+        if c == "params":
+            g, t = params_of(gv[i]), params_of(tv[i])
+            clash = sorted(k for k in set(g) & set(t) if g[k] != t[k])
+            if not clash:
+                continue
+            what = f"parameter {clash[0]} is {g[clash[0]]!r} in {golden_name} but {t[clash[0]]!r} in {tot_name}"
+        else:
+            what = f"column '{c}' is {gv[i]} in {golden_name} but {tv[i]} in {tot_name}"
+        raise HarnessError(f"case ({cols['kernel'][i]}, {cols['case_id'][i]}): {what}; same case_id, different case")
+    return np.where(gv == "", tv, gv)
 
 
 def worst_first(table: pd.DataFrame) -> np.ndarray:
@@ -302,99 +281,6 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
     codes = pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes
     pct = table["delta_pct"].to_numpy(dtype=np.float64, na_value=np.nan)
     return np.lexsort((-np.nan_to_num(pct, nan=-np.inf), codes))
-
-
-#: sidecar fields that change what a time means; golden and TOT should agree on all of them
-METHOD_KEYS = (
-    "timing",
-    "launch_gap",
-    "launch_gap_auto",
-    "placement",
-    "move_inputs",
-    "launches_per_rep",
-    "heat_s",
-)
-
-
-def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
-    """One warning per measurement setting (or GPU) on which two sidecars disagree: their deltas would mix the
-    compiler change with a change of method. Settings a sidecar does not record are not compared."""
-    out = []
-    for key in METHOD_KEYS:
-        if key in golden_env and key in tot_env and golden_env[key] != tot_env[key]:
-            out.append(f"golden and TOT were measured differently: {key} {golden_env[key]!r} vs {tot_env[key]!r}")
-    gpu = other_gpu(golden_env, tot_env)
-    if gpu:
-        out.append(gpu)
-    return out
-
-
-#: why results of two physical GPUs are not compared (reports/h100-triton-3.6.0-vs-3.9.0, issue 21 item 17)
-SAME_GPU_WHY = (
-    "golden and TOT must share a GPU: results from two H200 machines flagged 41 of 120 cases against each other "
-    "where golden vs golden on one GPU flags 0"
-)
-
-
-def _gpu_field(env: dict, key: str) -> str:
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
-    v = gpu.get(key) or before.get(key) or ""
-    v = str(v).strip()
-    return "" if v.startswith("[") else v  # nvidia-smi's [N/A] / [Not Supported]
-
-
-def _uuid(env: dict) -> str:
-    return _gpu_field(env, "uuid").lower().removeprefix("gpu-")
-
-
-def other_gpu(golden_env: dict, tot_env: dict) -> str:
-    """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
-    ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
-    gg, tg = _gpu_field(golden_env, "name"), _gpu_field(tot_env, "name")
-    if gg and tg and gg != tg:
-        return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
-    gu, tu = _uuid(golden_env), _uuid(tot_env)
-    gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")
-    if gu and tu and gu != tu:
-        where = f" (hosts {gh} vs {th})" if gh and th and gh != th else f" (host {gh})" if gh else ""
-        return f"golden and TOT ran on different physical GPUs: GPU-{gu} vs GPU-{tu}{where}; {SAME_GPU_WHY}"
-    if gh and th and gh != th:
-        return f"golden and TOT ran on different hosts: {gh} vs {th}; {SAME_GPU_WHY}"
-    return ""
-
-
-def same_triton(golden_env: dict, tot_env: dict) -> str:
-    """A warning when golden and TOT ran one and the same Triton (same version at the same path): the
-    comparison measures a stack against itself, so a gate on it passes every regression."""
-    g, t = golden_env.get("triton"), tot_env.get("triton")
-    if not (isinstance(g, dict) and isinstance(t, dict)):
-        return ""
-    if g.get("version") and g.get("path") and (g.get("version"), g.get("path")) == (t.get("version"), t.get("path")):
-        return (
-            f"golden and TOT ran the same Triton ({g['version']} at {g['path']}): this compares a stack with "
-            f"itself, so it cannot find a regression (is the TOT overlay set?)"
-        )
-    return ""
-
-
-#: verdicts whose case was timed under both stacks and judged by the rule
-COMPARED_VERDICTS = ("regression", "improvement", "ok")
-
-
-def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
-    """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
-    (or of cases all under the floor) is not 'no regressions'."""
-    verdicts = table["verdict"].astype(str)
-    if verdicts.isin(COMPARED_VERDICTS).any():
-        return ""
-    timed = int((verdicts == "ignored").sum())
-    if timed:
-        return (
-            f"nothing compared: the {timed} of {len(table)} cases with a time under both stacks are all under "
-            f"the {rule.min_golden_us:g} us floor"
-        )
-    return f"nothing compared: 0 of {len(table)} cases have a time under both stacks"
 
 
 def compare_files(
@@ -417,92 +303,4 @@ def compare_files(
         golden_path=str(golden),
         tot_path=str(tot),
         warnings=warnings,
-    )
-
-
-def write_csv(table: pd.DataFrame, out: Path) -> None:
-    """pyarrow's CSV writer when present (a million rows in ~1 s), pandas' otherwise (~15 s); through a
-    temporary file, so a reader never sees half a table."""
-    with atomic_write(out, "wb") as fh:
-        try:
-            import pyarrow as pa
-            import pyarrow.csv as pacsv
-        except ImportError:
-            table.to_csv(fh, index=False)
-            return
-        pacsv.write_csv(pa.Table.from_pandas(table, preserve_index=False), fh)
-
-
-def meta_path(out: str | os.PathLike[str]) -> Path:
-    """``compare.csv`` → ``compare.csv.meta.json``."""
-    p = Path(out)
-    return p.with_name(p.name + ".meta.json")
-
-
-def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
-    """Write the verdict CSV and its ``.meta.json`` (rule + both environments) beside it."""
-    out = Path(out)
-    table = cmp.table.copy()
-    for c in ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us"):
-        table[c] = table[c].round(4)
-    write_csv(table, out)
-    write_text(meta_path(out), json.dumps(cmp.meta(), indent=2, default=str) + "\n")
-    return out
-
-
-def _skips_of_old_files(table: pd.DataFrame, rule: Rule) -> pd.Series:
-    """Verdicts with the skip verdicts applied: files written before they existed called a case whose status is
-    ``skipped`` ``failed_in_*``. Which side was timed follows from the old verdict, so the rule is re-applied
-    to the statuses alone."""
-    verdict = table["verdict"].astype(object)
-    failed = verdict.isin(["failed_in_tot", "failed_in_golden", "failed_in_both"]).to_numpy()
-    if not failed.any() or "golden_status" not in table.columns or "tot_status" not in table.columns:
-        return verdict
-    v, n = verdict[failed], int(failed.sum())
-    g_status, t_status = table["golden_status"][failed], table["tot_status"][failed]
-    yes = np.ones(n, dtype=bool)
-    codes = verdict_codes(
-        np.full(n, np.nan),
-        np.full(n, np.nan),
-        yes,
-        yes,
-        (v == "failed_in_tot").to_numpy(),
-        (v == "failed_in_golden").to_numpy(),
-        rule,
-        (g_status == "skipped").to_numpy(),
-        (t_status == "skipped").to_numpy(),
-    )
-    out = verdict.copy()
-    out[failed] = np.asarray(VERDICTS, dtype=object)[codes]
-    return out
-
-
-def load_compare(path: str | os.PathLike[str]) -> Comparison:
-    """Read a compare CSV written by :func:`write_compare` (for publish/report/explain)."""
-    p = Path(path)
-    if not p.is_file():
-        raise HarnessError(f"{p}: no such compare file")
-    try:
-        table = pd.read_csv(p, keep_default_na=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise HarnessError(f"{p}: not a compare CSV: {err}") from None
-    missing = [c for c in ("kernel", "case_id", "golden_us", "tot_us", "verdict") if c not in table.columns]
-    if missing:
-        raise HarnessError(f"{p}: line 1: missing column '{missing[0]}': not written by `harness compare`")
-    bad = ~table["verdict"].isin(VERDICTS)
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise HarnessError(f"{p}: line {i + 2}: unknown verdict {table['verdict'].iloc[i]!r}")
-    meta_p = meta_path(p)
-    meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
-    rule = Rule(**meta.get("rule", {}))
-    table["verdict"] = _skips_of_old_files(table, rule)
-    table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""
-    return Comparison(
-        table=table,
-        rule=rule,
-        golden_env=meta.get("golden", {}).get("env", {}),
-        tot_env=meta.get("tot", {}).get("env", {}),
-        golden_path=meta.get("golden", {}).get("path", ""),
-        tot_path=meta.get("tot", {}).get("path", ""),
     )

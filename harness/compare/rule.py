@@ -74,15 +74,23 @@ def beyond(x: np.ndarray, limit: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float64) > limit + EDGE_RTOL * np.abs(limit)
 
 
-def timed_verdicts(golden_us: np.ndarray, tot_us: np.ndarray, rule: Rule) -> np.ndarray:
-    """Verdicts for cases measured under both stacks: regression | improvement | ok | ignored."""
+def timed_codes(golden_us: np.ndarray, tot_us: np.ndarray, rule: Rule) -> np.ndarray:
+    """The rule itself, for cases timed under both stacks: indices into :data:`VERDICTS` of ignored (golden under
+    the floor), regression, improvement or ok. The one copy every verdict comes from."""
+    code = {v: i for i, v in enumerate(VERDICTS)}
     g = np.asarray(golden_us, dtype=np.float64)
     t = np.asarray(tot_us, dtype=np.float64)
-    regressed = beyond(t, rule.rel * g + rule.abs_us)
-    improved = beyond(g, rule.rel * t + rule.abs_us)
-    return np.select(
-        [g < rule.min_golden_us, regressed, improved], ["ignored", "regression", "improvement"], default="ok"
-    ).astype(object)
+    with np.errstate(invalid="ignore"):
+        return np.select(
+            [g < rule.min_golden_us, beyond(t, rule.rel * g + rule.abs_us), beyond(g, rule.rel * t + rule.abs_us)],
+            [code["ignored"], code["regression"], code["improvement"]],
+            default=code["ok"],
+        ).astype(np.int8)
+
+
+def timed_verdicts(golden_us: np.ndarray, tot_us: np.ndarray, rule: Rule) -> np.ndarray:
+    """Verdicts for cases measured under both stacks: regression | improvement | ok | ignored."""
+    return np.asarray(VERDICTS, dtype=object)[timed_codes(golden_us, tot_us, rule)]
 
 
 def _flags(flags: np.ndarray | None, like: np.ndarray) -> np.ndarray:
@@ -108,14 +116,7 @@ def verdict_codes(
     t_ok = in_t & np.asarray(tot_timed, dtype=bool)
     g_skip = in_g & ~g_ok & _flags(golden_skipped, in_g)
     t_skip = in_t & ~t_ok & _flags(tot_skipped, in_t)
-    g = np.asarray(golden_us, dtype=np.float64)
-    t = np.asarray(tot_us, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        timed = np.select(
-            [g < rule.min_golden_us, beyond(t, rule.rel * g + rule.abs_us), beyond(g, rule.rel * t + rule.abs_us)],
-            [code["ignored"], code["regression"], code["improvement"]],
-            default=code["ok"],
-        )
+    timed = timed_codes(golden_us, tot_us, rule)
     # a skip is a verdict of its own only where the other side is timed or skipped too: a failure beside a skip
     # is still news (failed_in_both), and its note names both statuses
     return np.select(

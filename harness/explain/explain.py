@@ -474,8 +474,9 @@ class CaseExplain:
 
 
 def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> tuple[pd.DataFrame, Path]:
-    from harness.compare.compare import locate_results
-    from harness.results.format import artifacts_dir, load_results
+    from harness.compare.store import locate_results
+    from harness.results.load import load_results
+    from harness.results.schema import artifacts_dir
 
     path = locate_results(named, compare_csv)
     if path is None:
@@ -492,7 +493,8 @@ def explain_cases(
     limit: int = 20,
 ) -> list[CaseExplain]:
     """The cases to explain (regressions worst first, or those matching ``cases`` regexes) with their diffs."""
-    from harness.compare.compare import load_compare, worst_first
+    from harness.compare.compare import worst_first
+    from harness.compare.store import load_compare
 
     cmp = load_compare(compare_csv)
     g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)

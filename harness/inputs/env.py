@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
-from harness.inputs.envschema import TIMINGS, check_spec, pins, same_version
 from harness.errors import HarnessError
 from harness.fsutil import write_text
+from harness.inputs.envschema import TIMINGS, check_spec, pins, same_version
 
 __all__ = ["TIMINGS", "PINNED", "MARKER", "EnvSpec", "load_env_spec", "create_env", "check_venv", "probe"]
 

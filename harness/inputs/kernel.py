@@ -28,10 +28,37 @@ INTERFACE = ("make_inputs", "launch", "reference")
 PURE_MODULES = {"math": math, "kernels.spec": S, "dataclasses": __import__("dataclasses")}
 SAFE_BUILTINS = {
     n: getattr(builtins, n)
-    for n in (
-        "abs all any bool dict divmod enumerate float int isinstance len list max min pow range round set sorted "
-        "str sum tuple zip ValueError KeyError staticmethod classmethod property __build_class__"
-    ).split()
+    for n in [
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "divmod",
+        "enumerate",
+        "float",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "pow",
+        "range",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "zip",
+        "ValueError",
+        "KeyError",
+        "staticmethod",
+        "classmethod",
+        "property",
+        "__build_class__",
+    ]
 }
 
 
@@ -133,7 +160,7 @@ def _parse(path: Path) -> ast.Module:
         raise HarnessError(f"{path}: cannot read kernel file: {err}") from None
 
 
-def _evaluate(tree: ast.Module, path: str) -> tuple[dict[str, Any], dict[str, SimpleNamespace]]:
+def _evaluate(tree: ast.Module, path: str, strict: bool = True) -> tuple[dict[str, Any], dict[str, SimpleNamespace]]:
     """The module's pure top-level names, and each top-level class as a namespace of its SPEC and the names it
     defines (its bases' included)."""
     ns: dict[str, Any] = {"__builtins__": SAFE_BUILTINS, "__name__": "harness_kernel_spec"}
@@ -144,7 +171,7 @@ def _evaluate(tree: ast.Module, path: str) -> tuple[dict[str, Any], dict[str, Si
         elif isinstance(node, ast.ClassDef):
             classes[node.name] = ns[node.name] = _class(node, ns, classes, path)
         elif isinstance(node, (ast.FunctionDef, ast.Assign, ast.AnnAssign)):
-            _try_exec(node, ns, path, strict=_assigns(node, "SPEC"))
+            _try_exec(node, ns, path, strict=strict and _assigns(node, "SPEC"))
     return ns, classes
 
 
@@ -153,20 +180,42 @@ def _assigns(node: ast.stmt, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
+def _module(name: str) -> Any:
+    """A module a SPEC may use: math, dataclasses, kernels.spec, or another module of kernels/ as the namespace of
+    its own pure names (so a user kernel can build on a shipped kernel's SPEC); None for anything else."""
+    if name in PURE_MODULES:
+        return PURE_MODULES[name]
+    head, _, tail = name.partition(".")
+    f = KERNELS_DIR / f"{tail}.py"
+    if head == "kernels" and tail.isidentifier() and f.is_file():
+        return SimpleNamespace(**_pure_names(str(f)))
+    return None
+
+
+@lru_cache(maxsize=64)
+def _pure_names(path: str) -> dict[str, Any]:
+    ns, _ = _evaluate(_parse(Path(path)), path, strict=False)
+    return {k: v for k, v in ns.items() if not k.startswith("__")}
+
+
 def _import(node: ast.Import | ast.ImportFrom, ns: dict[str, Any]) -> None:
     if isinstance(node, ast.Import):
         for a in node.names:
-            if a.name in PURE_MODULES and (a.asname or "." not in a.name):
-                ns[a.asname or a.name] = PURE_MODULES[a.name]
-            elif a.name == "kernels.spec":
-                ns["kernels"] = SimpleNamespace(spec=S)
+            mod = _module(a.name)
+            if mod is not None and a.asname:
+                ns[a.asname] = mod
+            elif mod is not None and "." not in a.name:
+                ns[a.name] = mod
+            elif a.name.startswith("kernels.") and mod is not None:
+                ns.setdefault("kernels", SimpleNamespace()).__dict__[a.name.partition(".")[2]] = mod
         return
-    mod = PURE_MODULES.get(node.module or "")
-    if node.module == "kernels" and mod is None:
+    if node.module == "kernels":
         for a in node.names:
-            if a.name == "spec":
-                ns[a.asname or a.name] = S
+            mod = _module(f"kernels.{a.name}")
+            if mod is not None:
+                ns[a.asname or a.name] = mod
         return
+    mod = _module(node.module or "")
     for a in node.names if mod is not None else ():
         if a.name == "*":
             ns.update({k: v for k, v in vars(mod).items() if not k.startswith("_")})

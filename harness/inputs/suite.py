@@ -180,8 +180,6 @@ class _Entry:
 
 def _merge(entry: dict[str, Any], defaults: dict[str, Any], where: str, kernels: list[Kernel]) -> _Entry:
     """The entry's fields over the defaults (those of its kernels' parameters only); a zip field overrides both."""
-    if "NK" in entry or "NK" in defaults:
-        raise HarnessError(f"{where}: NK was replaced by zip: write zip: [{{N: 512, K: 128}}, ...]")
     points = _zip_points(entry["zip"], where) if "zip" in entry else [{}]
     zipped = set(points[0])
     for key in zipped & set(entry):
@@ -205,6 +203,8 @@ def expand_entry(entry: Any, defaults: dict[str, Any], where: str, base: Path, c
     if not isinstance(entry, dict):
         raise HarnessError(f"{where}: expected a mapping with a kernel and its parameters")
     entry = _mapping(entry, where, "fields")
+    if "NK" in entry or "NK" in defaults:
+        raise HarnessError(f"{where}: NK was replaced by zip: write zip: [{{N: 512, K: 128}}, ...]")
     if "kernel" not in entry and "kernel" not in defaults:
         raise HarnessError(f"{where}: missing 'kernel'")
     kernels = _kernels(entry.get("kernel", defaults.get("kernel")), where, base, cache)
@@ -225,18 +225,27 @@ def _kernel_cases(k: Kernel, e: _Entry, cfg_grid: list[dict[str, Any]], where: s
     names = _param_names(k)
     mine = {f: v for f, v in e.fields.items() if f in names}
     keys = sorted(mine)
-    lists = [[_plain(v, f"{e.origin[f]}: {f}") for v in _values(mine[f], f"{e.origin[f]}: {f}")] for f in keys]
+    lists = [[_typed(k, f, v, f"{e.origin[f]}: {f}") for v in _values(mine[f], f"{e.origin[f]}: {f}")] for f in keys]
+    points = [{f: _typed(k, f, v, f"{where}: zip[{i}]: {f}") for f, v in p.items()} for i, p in enumerate(e.points)]
     cases = []
-    for point, combo, cfg in itertools.product(e.points, itertools.product(*lists), cfg_grid):
+    for point, combo, cfg in itertools.product(points, itertools.product(*lists), cfg_grid):
         given = {**dict(zip(keys, combo)), **point}
         try:
-            params = k.spec.case_params(given, f"{where} ({k.name})")
-            case = Case(k, params, cfg)
+            case = Case(k, k.spec.case_params(given, f"{where} ({k.name})"), cfg)
             _evaluate(case)
         except S.SpecError as err:
             raise HarnessError(str(err)) from None
         cases.append(case)
     return cases
+
+
+def _typed(k: Kernel, name: str, value: Any, where: str) -> Any:
+    """One value of parameter ``name`` as kernel ``k`` declares it, or a one-line error naming ``where``."""
+    param = k.spec.param(name) or S.Param(S.SEED, "int", 0, min=0)
+    try:
+        return param.check(_plain(value, where), where)
+    except S.SpecError as err:
+        raise HarnessError(str(err)) from None
 
 
 def _evaluate(case: Case) -> None:

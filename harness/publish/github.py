@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.publish.http import retry_wait
 from harness.render.markdown import MARKER
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -45,14 +46,6 @@ def check_api_url(url: str) -> str:
     if parts.query or parts.fragment:
         raise HarnessError(f"--api-url {url!r}: expected the API root, without ?query or #fragment")
     return url
-
-
-def retry_wait(retry_after: str | None, backoff_s: float, attempt: int, cap: float) -> float:
-    """Seconds to wait before retry ``attempt`` (0-based): the server's ``Retry-After`` when it gives seconds,
-    else exponential backoff; never more than ``cap``. (An HTTP-date Retry-After falls back to the backoff.)"""
-    after = (retry_after or "").strip()
-    wait = float(after) if after.replace(".", "", 1).isdigit() else backoff_s * 2**attempt
-    return min(wait, cap)
 
 
 @dataclass

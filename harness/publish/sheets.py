@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from harness.compare.compare import Comparison, worst_first
-from harness.render.envinfo import side_by_side
 from harness.errors import HarnessError
-from harness.publish.github import retry_wait
+from harness.publish.http import RETRY_STATUS, retry_wait
+from harness.render.envinfo import side_by_side
+from harness.render.vocabulary import LOOKS, rgb
+from harness.results.load import params_of
 
 SHEETS_ROOT = "https://sheets.googleapis.com"
 #: points gspread at another Sheets v4 server (tests, proxies); unset in production
@@ -37,19 +39,16 @@ ENDPOINT_ENV = "HARNESS_SHEETS_ENDPOINT"
 #: service-account JSON itself.
 CREDENTIAL_ENVS = ("HARNESS_SHEETS_CREDENTIALS", "GOOGLE_APPLICATION_CREDENTIALS")
 SCOPES = ("https://www.googleapis.com/auth/spreadsheets",)
-RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 #: Google advises payloads of about 2 MB per request
 CHUNK_BYTES = 2_000_000
 #: Google's limit is 10 million cells per spreadsheet; leave room for the user's other worksheets
 MAX_CELLS = 5_000_000
 
+#: the cases worksheet's columns: after kernel and case, one column per parameter (the union over the kernels,
+#: so a filter on M works across the GEMMs), then these
 CASE_COLUMNS = (
     "kernel",
     "case_id",
-    "B",
-    "M",
-    "N",
-    "K",
     "dtype",
     "golden_us",
     "tot_us",
@@ -63,19 +62,8 @@ CASE_COLUMNS = (
     "tot_config",
     "note",
 )
-#: background colors (RGB 0..1) of a case row, by verdict; verdicts not listed stay white
-VERDICT_COLORS: dict[str, tuple[float, float, float]] = {
-    "regression": (0.957, 0.780, 0.765),
-    "failed_in_tot": (0.918, 0.600, 0.600),
-    "missing_in_tot": (0.988, 0.910, 0.698),
-    "improvement": (0.718, 0.882, 0.804),
-    "failed_in_golden": (0.851, 0.851, 0.851),
-    "failed_in_both": (0.851, 0.851, 0.851),
-    # skips are not failures: a lighter amber for a case TOT no longer supports, a pale blue-grey elsewhere
-    "skipped_in_tot": (0.996, 0.949, 0.800),
-    "skipped_in_golden": (0.898, 0.918, 0.949),
-    "skipped_in_both": (0.898, 0.918, 0.949),
-}
+#: background colors (RGB 0..1) of a case row, by verdict; verdicts without a fill stay white
+VERDICT_COLORS: dict[str, tuple[float, float, float]] = {v: rgb(look.fill) for v, look in LOOKS.items() if look.fill}
 
 
 # --------------------------------------------------------------------------------------------- pure parts
@@ -113,10 +101,12 @@ def case_rows(cmp: Comparison, max_rows: int | None = None) -> tuple[list[list[A
     order = worst_first(t)
     kept = order if max_rows is None else order[:max_rows]
     cols = [c for c in CASE_COLUMNS if c in t.columns]
-    sub = t.iloc[kept][cols]
-    data = [cols]
-    for rec in sub.itertuples(index=False, name=None):
-        data.append([_number(v) for v in rec])
+    sub = t.iloc[kept]
+    params = [params_of(p) for p in sub["params"]] if "params" in sub.columns else [{} for _ in range(len(sub))]
+    names = list(dict.fromkeys(k for p in params for k in p))
+    data = [[*cols[:2], *names, *cols[2:]]]
+    for p, rec in zip(params, sub[cols].itertuples(index=False, name=None), strict=True):
+        data.append([_number(v) for v in (*rec[:2], *(p.get(n) for n in names), *rec[2:])])
     return data, len(order) - len(kept)
 
 
@@ -190,7 +180,7 @@ def format_requests(summary_id: int, cases_id: int, n_rows: int, n_cols: int, ve
         },
     ]
     col = _column_letter(verdict_col)
-    for i, (verdict, rgb) in enumerate(VERDICT_COLORS.items()):
+    for i, (verdict, fill) in enumerate(VERDICT_COLORS.items()):
         reqs.append(
             {
                 "addConditionalFormatRule": {
@@ -210,7 +200,7 @@ def format_requests(summary_id: int, cases_id: int, n_rows: int, n_cols: int, ve
                                 "type": "CUSTOM_FORMULA",
                                 "values": [{"userEnteredValue": f'=${col}2="{verdict}"'}],
                             },
-                            "format": {"backgroundColor": _color(rgb)},
+                            "format": {"backgroundColor": _color(fill)},
                         },
                     },
                 }
@@ -404,6 +394,7 @@ def publish_sheets(
 
     n_cols = len([c for c in CASE_COLUMNS if c in cmp.table.columns])
     cases, left_out = case_rows(cmp, max_rows=max(1, MAX_CELLS // max(n_cols, 1) - 1))
+    n_cols = len(cases[0])  # with the parameter columns
     summary = summary_rows(cmp, title, left_out, cases_title)
     sizes = {summary_title: (len(summary), max(len(r) for r in summary)), cases_title: (len(cases), n_cols)}
 

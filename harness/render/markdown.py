@@ -12,12 +12,13 @@ from collections.abc import Iterator
 import pandas as pd
 
 from harness.compare.compare import Comparison, worst_first
-from harness.render.envinfo import side_by_side
 from harness.compare.rule import ATTENTION, BLOCKING
+from harness.render.envinfo import side_by_side
 
 MARKER = "<!-- harness:perf-compare -->"
 GITHUB_LIMIT = 65_536
-SHAPE = ("B", "M", "N", "K", "dtype")
+#: columns of the case tables besides kernel, case and the times: the case id already names the parameters
+SHAPE = ("dtype",)
 
 
 def _cell(v: object, spec: str = "") -> str:

@@ -19,38 +19,13 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.compare.compare import Comparison, worst_first
-from harness.render.envinfo import one_line
 from harness.compare.rule import BLOCKING, VERDICTS
+from harness.render.envinfo import one_line
+from harness.render.vocabulary import LOOKS, case_label
 
-STYLE = {
-    "regression": "bold red",
-    "failed_in_tot": "bold red",
-    "missing_in_tot": "yellow",
-    "skipped_in_tot": "yellow",
-    "improvement": "green",
-    "ok": "",
-    "ignored": "dim",
-    "new_in_tot": "cyan",
-    "failed_in_golden": "magenta",
-    "failed_in_both": "magenta",
-    "skipped_in_golden": "dim",
-    "skipped_in_both": "dim",
-}
+STYLE = {v: look.style for v, look in LOOKS.items()}
 #: column headings of the per-kernel table: short words, so all twelve fit 80 columns (two lines of heading)
-SHORT = {
-    "regression": "regr",
-    "failed_in_tot": "TOT fail",
-    "missing_in_tot": "miss",
-    "skipped_in_tot": "TOT skip",
-    "improvement": "impr",
-    "ok": "ok",
-    "ignored": "ign",
-    "new_in_tot": "new",
-    "failed_in_golden": "gold fail",
-    "failed_in_both": "both fail",
-    "skipped_in_golden": "gold skip",
-    "skipped_in_both": "both skip",
-}
+SHORT = {v: look.short for v, look in LOOKS.items()}
 #: the case lists under the tables: (verdicts, heading); failures carry their error, skips their reason
 LISTS = (
     (("failed_in_tot",), "TOT failures, timed under golden"),
@@ -227,11 +202,11 @@ def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str
     """The cases of a results frame whose status is neither ok nor unstable, one line each with the first line
     of their error (the first ``first``, then ``... and N more``): the end of `harness run`."""
     from harness.compare.compare import first_line
-    from harness.results.format import TIMED_STATUSES
+    from harness.results.schema import TIMED_STATUSES
 
     bad = results[~results["status"].isin(TIMED_STATUSES).to_numpy()]
     shown = bad.head(first)
     errors = shown["error"] if "error" in shown.columns else pd.Series([""] * len(shown))
-    labels = [f"{k}/{c}" for k, c in zip(shown["kernel"], shown["case_id"])]
+    labels = [case_label(k, c) for k, c in zip(shown["kernel"], shown["case_id"])]
     texts = [f"{s}: {first_line('' if pd.isna(e) else str(e))}".rstrip(": ") for s, e in zip(shown["status"], errors)]
     return case_lines(labels, texts, len(bad), first)

@@ -61,3 +61,15 @@ def _params(df: pd.DataFrame) -> pd.Series:
         v = df[c].astype("string").fillna("null")
         text = text + ("," if i else "") + f'"{c}":' + v.astype(object)
     return text + "}"
+
+
+def upgrade_compare(table: pd.DataFrame) -> pd.DataFrame:
+    """A version 1 compare table (shape columns) with version 2's ``params`` and ``flops`` columns."""
+    if "params" in table.columns or not all(c in table.columns for c in SHAPE):
+        return table
+    out = table.drop(columns=list(SHAPE))
+    shape = table[list(SHAPE)].apply(pd.to_numeric, errors="coerce").astype("Int64")
+    out.insert(2, "params", _params(shape))
+    out["flops"] = 2.0 * np.prod([shape[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in SHAPE], axis=0)
+    out["peak"] = table["kernel"].map(PEAKS).fillna("")
+    return out

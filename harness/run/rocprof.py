@@ -14,9 +14,10 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.worker.session import FLUSH_NAME, MARKER_NAME, attribute_dispatches
+from harness.worker.timing import FLUSH_NAME, MARKER_NAME, attribute_dispatches
 
 
 @dataclass(frozen=True)
@@ -125,3 +126,20 @@ def rep_times(
         if window is not None and (d.name.startswith(FLUSH_NAME) or not prefixes or d.name.startswith(prefixes)):
             window.append((d.name, d.us))
     return out
+
+
+def read_traces(dirs: list[Path], n: int) -> tuple[dict[tuple[int, int], tuple | str], list[str]]:
+    """{(case index, rep): (times, per-dispatch) or why that rep's window is unusable} from the traces of
+    ``dirs``, and why a trace could not be read (one line each): a bad trace or window fails only the reps it
+    held, not the run."""
+    found: dict[tuple[int, int], tuple | str] = {}
+    errors: list[str] = []
+    for d in dirs:
+        for f in sorted(d.rglob("*kernel_trace.csv")):
+            problems: dict[tuple[int, int], str] = {}
+            try:
+                found.update(rep_times(parse_kernel_trace(f.read_text(errors="replace"), str(f)), n, problems=problems))
+            except (OSError, HarnessError) as err:
+                errors.append(str(err) if isinstance(err, HarnessError) else f"{f}: unreadable: {err}")
+            found.update({k: f"{f}: {why}" for k, why in problems.items()})
+    return found, errors

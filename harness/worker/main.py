@@ -55,8 +55,8 @@ def _answer(session: Any, req: dict[str, Any]) -> dict[str, Any]:
     if op == "time":
         shuffle, move = bool(req.get("shuffle", False)), bool(req.get("move_inputs", False))
         return session.time(req["case"], int(req.get("n", 20)), req.get("gap"), shuffle, move)
-    if op == "modules":
-        return {"status": "ok", "modules": sorted({m.partition(".")[0] for m in sys.modules})}
+    if op == "modules":  # what this process imported: the boundary test (tests/worker/test_imports.py)
+        return {"status": "ok", "modules": sorted(sys.modules)}
     return {"status": "runtime_error", "error": f"unknown op {op!r}"}
 
 

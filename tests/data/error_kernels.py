@@ -1,9 +1,15 @@
 """User kernels whose failures must keep their cause and the user's line (tests/test_worker_errors.py). Loaded by
 path (`tests/data/error_kernels.py:NAME`); each has the kernel interface and breaks in one way."""
 
+from dataclasses import replace
+
 import torch
 import triton
 import triton.language as tl
+
+from kernels.spec import KernelSpec
+
+CHAINED = KernelSpec(name="chained", params=(), flops=lambda p: 1.0, bytes=lambda p: 1.0, tolerance=1e-3)
 
 
 def _pick_block(config):
@@ -20,6 +26,8 @@ def _copy(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 class chained:
+    SPEC = CHAINED
+
     @staticmethod
     def make_inputs(case, seed):
         return {"x": torch.ones(4), "y": torch.empty(4)}
@@ -33,13 +41,11 @@ class chained:
     def reference(inputs):
         return inputs["x"]
 
-    tolerance = staticmethod(lambda case: 1e-3)
-    flops = staticmethod(lambda case: 1.0)
-    bytes_moved = staticmethod(lambda case: 1.0)
-
 
 class in_triton(chained):
     """The exception comes out of Triton; the failing line is the user's."""
+
+    SPEC = replace(CHAINED, name="in_triton")
 
     @staticmethod
     def launch(inputs, config):
@@ -48,12 +54,16 @@ class in_triton(chained):
 
 
 class no_y(chained):
+    SPEC = replace(CHAINED, name="no_y")
+
     @staticmethod
     def make_inputs(case, seed):
         return {"x": torch.ones(4), "out": torch.empty(4)}
 
 
 class not_a_dict(chained):
+    SPEC = replace(CHAINED, name="not_a_dict")
+
     @staticmethod
     def make_inputs(case, seed):
         return [torch.ones(4)]

@@ -9,10 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.compare.compare import compare_files, write_compare
+from harness.compare.compare import compare_files
+from harness.compare.store import write_compare
 from harness.errors import HarnessError
-from harness.render.markdown import MARKER
 from harness.publish.github import GitHub
+from harness.render.markdown import MARKER
 from tests.conftest import DATA
 
 

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import HarnessError
-from harness.inputs.kernel import COMMON_PARAMS, load_kernel_spec
+from harness.inputs.kernel import load_kernel, registry
 from harness.inputs.suite import check_config_files, config_files, load_suite, select
-from kernels import INTERFACE, REGISTRY
 from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS
 from tests.conftest import DATA, ROOT
+
+REGISTRY = list(registry())
 
 USER = DATA / "user_kernels.py"
 BF16, A8W8 = "batched_gemm_bf16", "batched_gemm_a8w8"
@@ -40,9 +41,10 @@ def suite(tmp_path):
     return _suite
 
 
-def entry(kernel: str = BF16, **fields) -> str:
-    """A one-entry suite with B/M/NK filled in (override any of them with ``fields``)."""
-    e = {"kernel": kernel, "B": 1, "M": 16, "NK": [[32, 64]], **fields}
+def entry(kernel: str | list[str] = BF16, **fields) -> str:
+    """A one-entry suite with B, M, N, K filled in (override any of them with ``fields``; None drops one)."""
+    e = {"kernel": kernel, "B": 1, "M": 16, "N": 32, "K": 64, **fields}
+    e = {k: v for k, v in e.items() if v is not None}
     return yaml.safe_dump({"name": "t", "entries": [e]}, sort_keys=False)
 
 
@@ -60,30 +62,31 @@ def refused(path: Path, *fragments: str) -> str:
 @pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_suite_loads(path):
     cases = load_suite(path)
-    assert cases and all(c["kernel"] in REGISTRY and c["case_id"] for c in cases)
+    assert cases and all(c.name in REGISTRY and c.case_id for c in cases)
 
 
 @pytest.mark.parametrize("name", ["context_loss.yaml", "faults.yaml", "slow.yaml"])
 def test_the_test_suites_with_user_kernels_load(name):
     cases = load_suite(DATA / name)
-    assert cases and all(c["base"] == str(DATA) for c in cases)
+    assert cases and all(c.kernel.file == DATA / "user_kernels.py" for c in cases)
+    assert len({c.name for c in cases}) == len({c.kernel.source for c in cases})  # each class its own name
 
 
 def test_every_shipped_config_file_has_only_keys_its_kernel_reads():
-    specs = [load_kernel_spec(name) for name in REGISTRY]
-    check_config_files(specs, CONFIG_DIR)
-    covered = {f for s in specs for f in config_files(s.config_name, CONFIG_DIR)}
+    kernels = [load_kernel(name) for name in REGISTRY]
+    check_config_files(kernels, CONFIG_DIR)
+    covered = {f for k in kernels if k.spec.config for f in config_files(k.spec.config.family, CONFIG_DIR)}
     assert covered == set(CONFIG_DIR.glob("*.json"))  # no shipped file escapes the check
     a8w8 = config_files("BATCHED_GEMM-A8W8", CONFIG_DIR)  # a prefix of the prequant family's name
     assert len(a8w8) == 7 and not any("PREQUANT" in f.name for f in a8w8)
 
 
-def test_registered_kernels_declare_their_fields_and_config_keys():
-    for name in REGISTRY:
-        ks = load_kernel_spec(name)
-        assert ks.params and set(COMMON_PARAMS) - {"seed"} <= set(ks.params), name
-        assert ks.config_keys and "BLOCK_SIZE_M" in ks.config_keys and ks.config_name, name
-    assert "BLOCK_SIZE_K" not in load_kernel_spec(PREQUANT).config_keys  # forced to the quantization group
+def test_the_batched_gemms_declare_their_shape_and_config_keys():
+    for name in [n for n in REGISTRY if n.startswith("batched_gemm")]:
+        spec = load_kernel(name).spec
+        assert [p.name for p in spec.params][:4] == ["B", "M", "N", "K"], name
+        assert "BLOCK_SIZE_M" in spec.config_keys and spec.config and spec.config.bucket == "M", name
+    assert "BLOCK_SIZE_K" not in load_kernel(PREQUANT).spec.config_keys  # forced to the quantization group
 
 
 class _Reads(dict):
@@ -129,33 +132,40 @@ def _interpreter():
     return C
 
 
-def test_declared_case_fields_are_the_ones_each_kernel_reads():
-    """Run each kernel's case-reading functions on a dict that records its reads: the declaration is neither
-    short (a real field refused) nor long (a field accepted that nothing reads)."""
+def test_declared_parameters_are_the_ones_each_kernel_reads():
+    """Run each batched GEMM's parameter-reading code (make_inputs, its SPEC's formulas, its hooks) on a dict that
+    records its reads: the declaration is neither short (a real parameter refused) nor long (one accepted that
+    nothing reads)."""
     _interpreter()
-    from kernels import load
+    from harness.worker.cases import load_kernel as import_kernel
 
-    for name in REGISTRY:
-        k = load(name)
-        case = _Reads(B=1, M=16, N=32, K=128, dtype="fp16", out_dtype="fp16", bias=True, seed=0)
-        k.make_inputs(case, 0)
-        for f in ("tolerance", "flops", "bytes_moved", "supported", "config_nk"):
-            if hasattr(k, f):
-                getattr(k, f)(case)
-        assert case.read == set(load_kernel_spec(name).params), name
+    for name in [n for n in REGISTRY if n.startswith("batched_gemm")]:
+        k = load_kernel(name)
+        mod = import_kernel(k.source, str(ROOT))
+        params = _Reads(k.spec.case_params({"B": 1, "M": 16, "N": 32, "K": 128}, "t"))
+        for p in ("dtype", "out_dtype"):
+            if p in params:
+                params[p] = "fp16"
+        params.written.clear()
+        mod.make_inputs(params, 0)
+        k.spec.flops_of(params), k.spec.bytes_of(params), k.spec.peak_of(params), k.spec.tolerance_of(params)
+        if "supported" in k.spec.hooks:
+            mod.supported(params)
+        assert params.read == {p.name for p in k.spec.params}, name
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_declared_config_keys_are_the_ones_each_kernel_reads(name, monkeypatch):
     """Launch every variant of each kernel with a config that records its reads: together they read exactly the
-    declared CONFIG_KEYS (a key outside them would be refused in suites although the kernel uses it)."""
+    declared config keys (a key outside them would be refused in suites although the kernel uses it)."""
     C = _interpreter()
     import torch
 
-    from kernels import load
+    from harness.worker.cases import load_kernel as import_kernel
     from kernels._config import resolve
 
-    k, read = load(name), set()
+    spec = load_kernel(name).spec
+    k, read = import_kernel(load_kernel(name).source, str(ROOT)), set()
     real = k.split_config
 
     def spy(config, backend):
@@ -165,27 +175,28 @@ def test_declared_config_keys_are_the_ones_each_kernel_reads(name, monkeypatch):
         return meta, opts
 
     monkeypatch.setattr(k, "split_config", spy)
-    case = {"B": 1, "M": 16, "N": 32, "K": 256, "dtype": "fp16", "out_dtype": "fp16", "bias": False}
+    params = spec.case_params({"B": 1, "M": 16, "N": 32, "K": 256}, "t")
+    params.update({p: "fp16" for p in ("dtype", "out_dtype") if p in params})
     for extra in VARIANTS[name]:
         spies: list[_Reads] = []
-        cfg = {**resolve(k.CONFIG_NAME, C.arch(), 16, 32, 256).config, "BLOCK_SIZE_K": 64, **extra}
-        inputs = k.make_inputs(case, 0)
+        cfg = {**resolve(spec.config.family, C.arch(), 16, "N=32-K=256").config, "BLOCK_SIZE_K": 64, **extra}
+        inputs = k.make_inputs(params, 0)
         y = k.launch(inputs, cfg)
         assert torch.allclose(y.double(), k.reference(inputs), rtol=0.05, atol=0.05), (name, extra)
         read |= set().union(*(s.read for s in spies))
-    assert read == set(load_kernel_spec(name).config_keys)
+    assert read == set(spec.config_keys)
 
 
 # ------------------------------------------------------------------------------------ typos (item 5)
 def test_top_level_typo_names_the_file_and_the_close_key(suite):
-    p = suite("defualts: {bias: false}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, M: 16, NK: [[32, 64]]}\n")
+    p = suite("defualts: {bias: false}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, M: 16, N: 32, K: 64}\n")
     refused(p, str(p), "unknown key 'defualts'", "did you mean 'defaults'?")
 
 
 def test_entry_field_typo_names_the_entry(suite):
-    e = "  - {kernel: batched_gemm_bf16, B: 1, M: 16, NK: [[32, 64]]"
+    e = "  - {kernel: batched_gemm_bf16, B: 1, M: 16, N: 32, K: 64"
     p = suite(f"entries:\n{e}}}\n{e}, M: 32}}\n{e}, dtpye: fp16}}\n")
-    refused(p, f"{p}: entries[2]: unknown field 'dtpye'", "did you mean 'dtype'?")
+    refused(p, f"{p}: entries[2]: unknown parameter 'dtpye'", "did you mean 'dtype'?")
 
 
 def test_config_key_in_lower_case_is_refused(suite):
@@ -199,11 +210,11 @@ def test_launch_option_typo_is_refused(suite):
 
 def test_launch_options_of_every_backend_are_accepted(suite):
     cases = load_suite(suite(entry(config={k: 1 for k in LAUNCH_OPTION_KEYS})))
-    assert set(cases[0]["config"]) == set(LAUNCH_OPTION_KEYS)
+    assert set(cases[0].overrides) == set(LAUNCH_OPTION_KEYS)
 
 
 def test_a_field_one_kernel_of_the_entry_ignores_is_refused(suite):
-    refused(suite(entry([BF16, A8W8], dtype="fp16")), "entries[0]: batched_gemm_a8w8 does not read field 'dtype'")
+    refused(suite(entry([BF16, A8W8], dtype="fp16")), "entries[0]: batched_gemm_a8w8 does not read parameter 'dtype'")
 
 
 def test_a_config_key_one_kernel_of_the_entry_ignores_is_refused(suite):
@@ -218,7 +229,7 @@ def test_block_size_k_is_refused_where_the_kernel_forces_it(suite):
 
 def test_defaults_typo_is_refused(suite):
     p = suite("defaults: {dtpye: fp16}\n" + entry())
-    refused(p, f"{p}: defaults: unknown field 'dtpye'", "did you mean 'dtype'?")
+    refused(p, f"{p}: defaults: unknown parameter 'dtpye'", "did you mean 'dtype'?")
 
 
 def test_defaults_config_typo_is_refused(suite):
@@ -231,23 +242,32 @@ def test_defaults_config_typo_is_refused(suite):
 def test_a_default_applies_where_a_kernel_reads_it(suite):
     """ci.yaml's defaults give dtype and out_dtype to a8w8 and bf16: each reads one of them."""
     cases = load_suite(suite("defaults: {dtype: fp16, out_dtype: fp16}\n" + entry([BF16, A8W8])))
-    assert len(cases) == 2 and all(c["dtype"] == "fp16" for c in cases)
+    assert [c.params.get("dtype", c.params.get("out_dtype")) for c in cases] == ["fp16", "fp16"]
+    assert "dtype" not in cases[1].params and cases[1].params["out_dtype"] == "fp16"
 
 
 def test_a_default_no_kernel_of_the_suite_reads_is_refused(suite):
-    refused(suite("defaults: {dtype: fp16}\n" + entry(A8W8)), "defaults: unknown field 'dtype'")
+    refused(suite("defaults: {dtype: fp16}\n" + entry(A8W8)), "defaults: unknown parameter 'dtype'")
 
 
-def test_a_user_kernel_that_declares_nothing_takes_any_field(suite, tmp_path):
-    (tmp_path / "k.py").write_text("".join(f"def {f}(*a): pass\n" for f in INTERFACE))
-    cases = load_suite(suite(entry("k.py", my_knob=[1, 2], config={"ANYTHING": 3})))
-    assert [c["my_knob"] for c in cases] == [1, 2] and cases[0]["config"] == {"ANYTHING": 3}
-    refused(suite(entry("k.py", M=16.5)), "M: expected an integer")  # the common fields are still checked
+def test_a_kernel_that_declares_nothing_is_refused(suite, tmp_path):
+    (tmp_path / "k.py").write_text("".join(f"def {f}(*a): pass\n" for f in ("make_inputs", "launch", "reference")))
+    refused(suite(entry("k.py")), "k.py: not a kernel: no SPEC", "docs/writing-kernels.md")
 
 
 def test_a_declared_user_kernel_is_checked(suite):
-    refused(suite(entry(f"{USER}:good", out_dtype="fp16")), "unknown field 'out_dtype'")
+    refused(suite(entry(f"{USER}:good", out_dtype="fp16")), "unknown parameter 'out_dtype'")
     refused(suite(entry(f"{USER}:crash", config={"QUANT_PASS": 1})), "unknown config key 'QUANT_PASS'")  # inherited
+
+
+def test_parameters_get_their_defaults_and_the_seed(suite):
+    (case,) = load_suite(suite(entry()))
+    assert case.params == {"B": 1, "M": 16, "N": 32, "K": 64, "dtype": "bf16", "bias": False, "seed": 0}
+    assert case.case_id == "B1_M16_N32_K64"  # defaults stay out of the id: adding a parameter keeps old ids
+
+
+def test_a_missing_required_parameter_is_refused(suite):
+    refused(suite(entry(K=None)), "entries[0] (batched_gemm_bf16): missing 'K'", "required parameter")
 
 
 # ------------------------------------------------------------------------------------- types (item 6)
@@ -257,12 +277,14 @@ def test_a_declared_user_kernel_is_checked(suite):
         ("M", 16.7, "M: expected an integer, got a number: 16.7"),
         ("B", True, "B: expected an integer, got a YAML bool: True"),
         ("M", "16", "M: expected an integer, got a string: '16'"),
-        ("M", [16, 0], "M: must be positive, got 0"),
-        ("B", -2, "B: must be positive, got -2"),
+        ("M", [16, 0], "M: must be >= 1, got 0"),
+        ("B", -2, "B: must be >= 1, got -2"),
         ("bias", 1, "bias: expected true or false, got an integer: 1"),
         ("bias", "yes please", "bias: expected true or false"),
         ("dtype", 16, "dtype: expected a string, got an integer: 16"),
+        ("dtype", "fp32", "dtype: 'fp32' is not one of bf16, fp16"),
         ("seed", False, "seed: expected an integer, got a YAML bool"),
+        ("seed", -1, "seed: must be >= 0, got -1"),
         ("M", {"a": 1}, "M: expected a plain value, got a dict"),
         ("M", [[16, 32]], "M: expected a plain value, got a list"),
     ],
@@ -273,38 +295,54 @@ def test_a_field_of_the_wrong_type_is_refused(suite, field, value, fragment):
 
 def test_an_integral_float_is_an_integer(suite):
     (case,) = load_suite(suite(entry(M=16.0, seed=3)))
-    assert case["M"] == 16 and type(case["M"]) is int and case["seed"] == 3
+    assert case.params["M"] == 16 and type(case.params["M"]) is int and case.params["seed"] == 3
+    assert case.case_id == "B1_M16_N32_K64_seed3"
+
+
+def test_zip_points_vary_together(suite):
+    cases = load_suite(suite(entry(N=None, K=None, M=[16, 32], zip=[{"N": 512, "K": 128}, {"N": 128, "K": 512}])))
+    assert [(c.params["M"], c.params["N"], c.params["K"]) for c in cases] == [
+        (16, 512, 128),
+        (32, 512, 128),
+        (16, 128, 512),
+        (32, 128, 512),
+    ]  # fmt: skip  (the points outermost, as the suites' (N, K) families always ran)
 
 
 @pytest.mark.parametrize(
-    "nk, fragment",
+    "zipped, fragment",
     [
-        ([[16.5, 32]], "NK[0]: expected an integer, got a number: 16.5"),
-        ([[32, 64], [True, 64]], "NK[1]: expected an integer, got a YAML bool"),
-        ([512, 128], "NK[0]: expected an [N, K] pair, got 512"),
-        ([[1, 2, 3]], "NK[0]: expected an [N, K] pair"),
-        (5, "NK: expected a list of [N, K] pairs"),
-        ([[0, 64]], "NK[0]: must be positive"),
-        ([], "NK: an empty list makes no cases"),
+        ([{"N": 16.5, "K": 32}], "zip[0]: N: expected an integer, got a number: 16.5"),
+        ([{"N": 32, "K": 64}, {"N": True, "K": 64}], "zip[1]: N: expected an integer, got a YAML bool"),
+        ([{"N": 32, "K": 64}, {"N": 32}], "zip[1]: fields ['N'] differ from zip[0]'s ['K', 'N']"),
+        ([{"N": [32, 64], "K": 64}], "zip[0]: N: a point holds one value"),
+        (5, "zip: expected a list of points"),
+        ([{"N": 0, "K": 64}], "zip[0]: N: must be >= 1"),
+        ([], "zip: expected a list of points"),
+        ([{}], "zip[0]: an empty point"),
+        ([{"Q": 1}], "zip: unknown parameter 'Q'"),
     ],
 )
-def test_bad_nk_pairs_are_refused(suite, nk, fragment):
-    refused(suite(entry(NK=nk)), "entries[0]", fragment)
+def test_bad_zip_points_are_refused(suite, zipped, fragment):
+    refused(suite(entry(N=None, K=None, zip=zipped)), "entries[0]", fragment)
 
 
 def test_n_and_k_of_the_wrong_type_are_refused(suite):
-    text = yaml.safe_dump({"entries": [{"kernel": BF16, "B": 1, "M": 16, "N": [32, 47.5], "K": 64}]})
-    refused(suite(text), "entries[0]: N: expected an integer, got a number: 47.5")
+    refused(suite(entry(N=[32, 47.5])), "entries[0]: N: expected an integer, got a number: 47.5")
 
 
-def test_nk_and_n_in_one_entry_are_refused_but_an_entry_overrides_defaults(suite):
-    refused(suite(entry(N=32)), "entries[0]: give NK pairs or N and K, not both")
-    cases = load_suite(suite("defaults: {N: 999, K: 999}\n" + entry()))
-    assert [(c["N"], c["K"]) for c in cases] == [(32, 64)]
+def test_zip_and_a_field_in_one_entry_are_refused_but_an_entry_overrides_defaults(suite):
+    refused(suite(entry(zip=[{"N": 32, "K": 64}], K=None)), "entries[0]: 'N' is given both in zip and as a field")
+    cases = load_suite(suite("defaults: {N: 999, K: 999}\n" + entry(N=None, K=None, zip=[{"N": 32, "K": 64}])))
+    assert [(c.params["N"], c.params["K"]) for c in cases] == [(32, 64)]
+
+
+def test_nk_pairs_name_their_replacement(suite):
+    refused(suite(entry(N=None, K=None, NK=[[32, 64]])), "NK was replaced by zip")
 
 
 def test_a_bad_default_names_the_defaults(suite):
-    p = suite("defaults: {M: 16.7}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, NK: [[32, 64]]}\n")
+    p = suite("defaults: {M: 16.7}\nentries:\n  - {kernel: batched_gemm_bf16, B: 1, N: 32, K: 64}\n")
     refused(p, "entries[0] (from defaults): M: expected an integer")
 
 
@@ -329,58 +367,9 @@ def test_broken_yaml_and_bytes_are_one_line(suite, tmp_path):
     refused(bad, str(bad))
 
 
-# ----------------------------------------------------------------------------- kernels (item 11)
-def test_an_unknown_kernel_is_refused_with_a_close_name(suite):
-    refused(suite(entry("batched_gemm_bf61")), "entries[0]: unknown kernel 'batched_gemm_bf61'",
-            "did you mean 'batched_gemm_bf16'?")  # fmt: skip
-
-
-def test_a_missing_kernel_file_is_refused(suite, tmp_path):
-    refused(
-        suite(entry("missing_file.py:x")), "kernel 'missing_file.py:x'", f"{tmp_path / 'missing_file.py'} not found"
-    )
-
-
-def test_a_kernel_file_that_does_not_parse_is_refused_with_its_line(suite, tmp_path):
-    (tmp_path / "bad.py").write_text("def make_inputs(case, seed):\n    return (\n\ndef launch(:\n")
-    refused(suite(entry("bad.py")), f"{tmp_path / 'bad.py'}: line", "SyntaxError")
-
-
-def test_a_module_without_the_interface_is_refused(suite, tmp_path):
-    (tmp_path / "half.py").write_text("def make_inputs(case, seed):\n    pass\n\nlaunch = make_inputs\n")
-    refused(suite(entry("half.py")), "half.py: not a kernel: missing reference, tolerance, flops, bytes_moved")
-
-
-def test_an_object_without_the_interface_is_refused(suite, tmp_path):
-    (tmp_path / "k.py").write_text("class half:\n    def make_inputs(case, seed):\n        pass\n")
-    refused(suite(entry("k.py:half")), "k.py: half: not a kernel: missing launch")
-    refused(suite(entry("k.py:hallf")), "no top-level 'hallf'", "did you mean 'half'?")
-
-
-def test_a_user_kernel_file_without_name_is_the_module(suite):
-    refused(suite(entry(str(USER))), "user_kernels.py: not a kernel: missing make_inputs")
-
-
-def test_interfaces_that_only_running_can_tell_are_accepted(suite, tmp_path):
-    """A base class from another module, a star import: the worker decides, as before."""
-    (tmp_path / "k.py").write_text("from kernels.batched_gemm_bf16 import *\nimport kernels\n\n"
-                                   "class k(kernels.Base):\n    pass\n")  # fmt: skip
-    assert len(load_suite(suite(entry(["k.py", "k.py:k"])))) == 2
-
-
-@pytest.mark.parametrize(
-    "decl, fragment",
-    [
-        ('PARAMS = {"B": "integer"}', "PARAMS['B']: unknown type 'integer'"),
-        ('PARAMS = {"M": "str"}', "PARAMS['M']: M is always 'int'"),
-        ("PARAMS = dict(B='int')", "PARAMS must be a plain literal"),
-        ('PARAMS = ["B"]', "PARAMS must be a dict"),
-        ("CONFIG_KEYS = 'BLOCK_SIZE_M'", "CONFIG_KEYS must be a tuple"),
-    ],
-)
-def test_a_bad_declaration_is_refused(suite, tmp_path, decl, fragment):
-    (tmp_path / "k.py").write_text(decl + "\n" + "".join(f"def {f}(*a): pass\n" for f in INTERFACE))
-    refused(suite(entry("k.py")), "k.py", fragment)
+def test_two_kernels_of_one_name_are_refused(suite, tmp_path):
+    (tmp_path / "k.py").write_text(Path(USER).read_text().replace('name="crash"', 'name="good"'))
+    refused(suite(entry([f"{USER}:good", "k.py:crash"])), "two kernels are named 'good'")
 
 
 def test_an_unknown_kernel_option_is_refused_with_a_close_name():
@@ -389,7 +378,11 @@ def test_an_unknown_kernel_option_is_refused_with_a_close_name():
         select(cases, ["batched_gemm_bf16", "batched_gemm_bf61"])
     with pytest.raises(HarnessError, match="the suite's kernels: batched_gemm_bf16, batched_gemm_a8w8"):
         select(cases, ["zzz"])
-    assert {c["kernel"] for c in select(cases, [A8W8])} == {A8W8}
+    assert {c.name for c in select(cases, [A8W8])} == {A8W8}
+    assert {c.key for c in select(cases, None, "M40")} == {
+        f"{BF16}/B2_M40_N32_K64_fp16",
+        f"{A8W8}/B2_M40_N32_K64_out_dtypefp16",
+    }
 
 
 # --------------------------------------------------------------------------------------- config files
@@ -470,7 +463,7 @@ def test_run_refuses_an_unknown_kernel_option(tmp_path, capsys, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------- fuzz
-KEYS = ["entries", "defaults", "kernel", "config", "NK", "N", "K", "M", "B", "dtype", "out_dtype", "bias",
+KEYS = ["entries", "defaults", "kernel", "config", "zip", "N", "K", "M", "B", "dtype", "out_dtype", "bias",
         "seed", "name", "BLOCK_SIZE_M", "num_warps", "PERSISTENT"]  # fmt: skip
 KERNELS = [*REGISTRY, f"{USER}:good", f"{USER}:crash", f"{USER}:nope", str(USER), "nope.py", "batched_gemm"]
 scalars = st.one_of(
@@ -495,7 +488,9 @@ wild_entries = st.fixed_dictionaries(
     optional={
         "B": small,
         "M": small,
-        "NK": st.one_of(st.lists(st.lists(st.integers(-1, 64), max_size=3), max_size=2), anything),
+        "zip": st.one_of(
+            st.lists(st.dictionaries(st.sampled_from(["N", "K", "M"]), small, max_size=2), max_size=2), anything
+        ),
         "N": small,
         "K": small,
         "dtype": st.one_of(st.sampled_from(["fp16", "bf16"]), scalars),
@@ -513,7 +508,7 @@ good_entries = st.fixed_dictionaries(
         "kernel": st.sampled_from([*REGISTRY, f"{USER}:good"]),
         "B": sizes,
         "M": sizes,
-        "NK": st.lists(st.tuples(st.integers(1, 64), st.integers(1, 64)).map(list), min_size=1, max_size=2),
+        "zip": st.lists(st.fixed_dictionaries({"N": st.integers(1, 64), "K": st.integers(1, 64)}), min_size=1, max_size=2),
     },
     optional={"bias": st.booleans(), "seed": st.integers(0, 9), "config": st.fixed_dictionaries({}, optional={
         "BLOCK_SIZE_M": sizes, "num_warps": sizes, "GROUP_SIZE_M": sizes})},
@@ -534,9 +529,9 @@ def _loads_or_one_line(path: Path) -> None:
     except HarnessError as err:
         assert str(err) and "\n" not in str(err)
         return
-    assert cases and all(isinstance(c["case_id"], str) and json.dumps(c) for c in cases)
+    assert cases and all(isinstance(c.case_id, str) and json.dumps(c.params) for c in cases)
     for c in cases:
-        assert all(type(c[d]) is int and c[d] > 0 for d in "BMNK"), c
+        assert all(type(c.params[d]) is int and c.params[d] > 0 for d in "BMNK"), c
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -573,7 +568,7 @@ def test_a_config_value_that_cannot_be_meant_is_refused(suite, key, value, why):
 
 def test_a_whole_float_config_value_is_its_integer(suite):
     (case,) = load_suite(suite(entry(config={"BLOCK_SIZE_M": 32.0})))
-    assert case["config"]["BLOCK_SIZE_M"] == 32 and isinstance(case["config"]["BLOCK_SIZE_M"], int)
+    assert case.overrides["BLOCK_SIZE_M"] == 32 and isinstance(case.overrides["BLOCK_SIZE_M"], int)
 
 
 def test_a_fraction_in_a_config_file_names_file_bucket_and_key(suite, config_dir):

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from harness.compare.compare import compare_files, load_compare
+from harness.compare.compare import compare_files
+from harness.compare.store import load_compare
 from harness.render.terminal import case_lines, failed_row_lines, kernel_keys, print_comparison
 from tests.conftest import HEADER, ROOT
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.inputs.envschema import TOP_KEYS, VENV_KEYS, expand, pins
-from harness.inputs.env import MARKER, EnvSpec, check_venv, create_env, load_env_spec
 from harness.errors import HarnessError
+from harness.inputs.env import MARKER, EnvSpec, check_venv, create_env, load_env_spec
+from harness.inputs.envschema import TOP_KEYS, VENV_KEYS, expand, pins
 from tests.conftest import DATA, ROOT
 
 
@@ -282,7 +282,7 @@ def test_a_pin_that_is_not_installed_is_refused_by_create(tmp_path):
 
 
 def test_two_envs_with_the_same_triton_are_named_loudly(tmp_path):
-    from harness.run.runner import same_triton
+    from harness.run.interleave import same_triton
 
     a = load(tmp_path, "name: golden\npython: python3\n")
     b = load_env_spec(spec_file(tmp_path, "name: tot\npython: python3\n", "t.yaml"), environ={})
@@ -295,8 +295,9 @@ def test_two_envs_with_the_same_triton_are_named_loudly(tmp_path):
 
 @pytest.mark.slow
 def test_interleaved_run_warns_when_both_envs_run_one_triton(tmp_path, monkeypatch):
-    from harness import runner
     from harness.inputs.suite import load_suite
+    from harness.run import interleave
+    from harness.run.options import RunOptions
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     a = load_env_spec(DATA / "cpu-env.yaml")
@@ -304,14 +305,14 @@ def test_interleaved_run_warns_when_both_envs_run_one_triton(tmp_path, monkeypat
     suite = spec_file(
         tmp_path,
         "name: s\ndefaults: {dtype: fp16}\nentries:\n"
-        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n",
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n",
         "suite.yaml",
     )
     warnings: list[str] = []
-    runner.run_interleaved(
+    interleave.run_interleaved(
         [(a, tmp_path / "a.csv"), (b, tmp_path / "b.csv")],
         load_suite(suite),
-        runner.RunOptions(launches=1, heat_s=0, reps=1),
+        RunOptions(launches=1, heat_s=0, reps=1),
         warn=warnings.append,
     )
     assert len(warnings) == 1 and "compares a stack with itself" in warnings[0]
@@ -356,7 +357,7 @@ def test_fuzz_the_loader_never_raises_anything_but_a_one_line_error(tmp_path, do
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.one_of(st.text(max_size=60), documents.map(yaml.safe_dump)))
 def test_fuzz_env_show_exits_2_with_one_line_or_shows(tmp_path, capsys, monkeypatch, text):
-    from harness import envspec
+    from harness.inputs import env as envspec
 
     # the interpreter probe itself is tested above; here only what the spec's text can do to the CLI
     monkeypatch.setattr(envspec, "probe", lambda spec: {"version": "3", "triton": {}, "torch": {}})

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.compare import compare_files, write_compare
+from harness.compare.compare import compare_files
+from harness.compare.store import write_compare
 from harness.errors import HarnessError
 from harness.explain.explain import (
     amdgcn_mix,
@@ -34,7 +35,7 @@ from harness.explain.explain import (
     ttgir_facts,
     write_explain,
 )
-from harness.results.format import COLUMNS
+from harness.results.schema import COLUMNS
 from tests.conftest import DATA, ROOT
 
 ART = DATA / "artifacts"
@@ -148,7 +149,7 @@ sys.path.insert(0, sys.argv[2])
 import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from harness import worker  # the worker module is plain stdlib + triton
+from harness.worker.artifacts import dump_compiled  # plain stdlib + triton, as the worker runs it
 
 @triton.jit
 def scale_rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -159,7 +160,7 @@ def scale_rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 src = ASTSource(scale_rows, signature={"x_ptr": "*fp16", "y_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"},
                 constexprs={"BLOCK": 1024})
 k = triton.compile(src, target=GPUTarget("cuda", 90, 32))
-print(json.dumps(worker.dump_compiled(k, sys.argv[1])))
+print(json.dumps(dump_compiled(k, sys.argv[1])))
 """
 
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from harness import gpu_telemetry as gt
-from harness.results.format import parse_results
-from harness.run.runner import telemetry_columns
+from harness.results.load import parse_results
+from harness.run.cases import telemetry_columns
+from harness.worker import telemetry as gt
 
 
 def test_summarize_busy_samples():
@@ -111,7 +111,7 @@ def test_shuffled_launch_allocates_first_and_frees_after():
     import random
     import weakref
 
-    from harness.worker.session import shuffled
+    from harness.worker.placement import shuffled
 
     class Block:
         def __init__(self, n):
@@ -139,7 +139,7 @@ def test_shuffled_launch_allocates_first_and_frees_after():
 
 
 def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
-    from harness.worker.session import attribute_dispatches
+    from harness.worker.timing import attribute_dispatches
 
     F = "_harness_l2_flush"
     events = [(F, 30.0), ("warm", 9.0)]  # an untimed launch (invocation 0)
@@ -154,7 +154,7 @@ def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
 
 
 def test_launch_plan_moves_inputs_before_runs_of_launches():
-    from harness.worker.session import launch_plan
+    from harness.worker.placement import launch_plan
 
     assert launch_plan(4) == [(False, True)] * 4
     M, U, T = (True, False), (True, True), (False, True)  # move + untimed, move + timed, timed
@@ -167,7 +167,7 @@ def test_launch_plan_moves_inputs_before_runs_of_launches():
 
 
 def test_auto_launch_count_and_gap():
-    from harness.worker.session import AUTO_MIN_LAUNCHES, auto_idle_s, auto_launches
+    from harness.worker.timing import AUTO_MIN_LAUNCHES, auto_idle_s, auto_launches
 
     assert auto_launches(1.0) == 100  # tiny kernels: capped
     assert auto_launches(1000.0) == 40  # ~40 ms of kernel time
@@ -181,7 +181,7 @@ def test_rehomed_inputs_keep_values_and_layout_at_a_new_aligned_place():
 
     import torch
 
-    from harness.worker.session import PLACE_ALIGN, rehomed
+    from harness.worker.placement import PLACE_ALIGN, rehomed
 
     bufs = []
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness import worker
+from harness.inputs.kernel import load_kernel
+from harness.inputs.suite import Case
+from harness.run.cases import worker_case
+from harness.worker.errors import ERROR_CHARS, error_text
+from harness.worker.session import Session
 from tests.conftest import DATA, ROOT
 
 FILE = "tests/data/error_kernels.py"
@@ -21,13 +25,13 @@ def line_of(marker: str) -> int:
 def w():
     mp = pytest.MonkeyPatch()
     mp.setenv("TRITON_INTERPRET", "1")  # no GPU here; set before the worker imports Triton
-    yield worker.Worker(str(ROOT), "wallclock", 0.5)
+    yield Session(str(ROOT), "wallclock", 0.5)
     mp.undo()
 
 
 def prepare(w, name: str) -> dict:
-    case = {"kernel": f"error_kernels.py:{name}", "case_id": "c", "base": str(DATA), "B": 1, "M": 4, "N": 4, "K": 4}
-    return w.prepare(case)
+    k = load_kernel(f"error_kernels.py:{name}", DATA)
+    return w.prepare(worker_case(Case(k, k.spec.case_params({}, "test"))))
 
 
 def test_raise_from_keeps_the_cause_and_the_users_lines(w):
@@ -76,7 +80,7 @@ def test_the_summary_follows_context_and_stops_where_the_user_said_from_none():
     for suppress, expect in ((False, "RuntimeError: while handling it"), (True, "RuntimeError: clean")):
         with pytest.raises(RuntimeError) as ei:
             fail(suppress)
-        first = worker._error_text(ei.value).splitlines()[0]
+        first = error_text(ei.value).splitlines()[0]
         assert first.startswith(expect)
         assert ("while handling KeyError: 'k'" in first) is not suppress, first
 
@@ -85,5 +89,5 @@ def test_a_huge_message_keeps_the_summary_within_the_drivers_limit():
     try:
         raise ValueError("x" * 10_000 + "\nsecond line")
     except ValueError as err:
-        text = worker._error_text(err)
-    assert len(text) <= worker.ERROR_CHARS and text.startswith("ValueError: xxx") and "second line" in text
+        text = error_text(err)
+    assert len(text) <= ERROR_CHARS and text.startswith("ValueError: xxx") and "second line" in text

@@ -17,11 +17,12 @@ from types import SimpleNamespace
 import pytest
 
 from harness.cli import main
-from harness.compare.compare import compare_files, nothing_compared, other_gpu, same_triton
+from harness.compare.compare import compare_files
+from harness.compare.notes import nothing_compared, other_gpu, same_triton
 from harness.errors import HarnessError
 from harness.render.markdown import render_markdown
+from harness.results.schema import sidecar_path
 from harness.run.locks import lock_output, lock_path, resume_conflict
-from harness.results.format import sidecar_path
 from tests.conftest import DATA, HEADER, ROOT
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
@@ -126,7 +127,8 @@ def test_run_unwritable_outputs_are_one_line_naming_the_option(tmp_path, capsys,
 
 
 def test_interleaved_outputs_must_differ(tmp_path):
-    from harness.run.runner import RunOptions, lock_outputs
+    from harness.run.options import RunOptions
+    from harness.run.runner import lock_outputs
 
     both = lock_outputs([(None, tmp_path / "a.csv"), (None, tmp_path / "." / "a.csv")], RunOptions())
     with pytest.raises(HarnessError, match="one output file each"), both:
@@ -163,7 +165,7 @@ def test_resume_of_a_file_that_records_no_options_is_refused():
 
 
 def test_recorded_options_come_from_the_journal_else_the_sidecar(tmp_path):
-    from harness.run.runner import recorded_options
+    from harness.run.options import recorded_options
 
     journal, side = tmp_path / "r.csv.journal.jsonl", tmp_path / "r.csv.env.json"
     assert recorded_options(journal, side) is None
@@ -384,7 +386,7 @@ def test_nvidia_smi_identity_fields_are_read_for_the_workers_gpu(tmp_path, monke
 
 
 def test_worker_reports_uuid_and_pci_location_in_nvidia_smis_form():
-    from harness.worker.session import _pci_bus_id, _uuid_text
+    from harness.worker.facts import _pci_bus_id, _uuid_text
 
     assert _uuid_text("GPU-0a1b") == "0a1b" and _uuid_text("0a1b") == "0a1b" and _uuid_text(None) is None
     props = SimpleNamespace(pci_domain_id=0, pci_bus_id=27, pci_device_id=0)

@@ -115,7 +115,7 @@ def test_a_window_with_the_wrong_launch_count_fails_only_its_rep():
 
 
 def test_a_bad_trace_fails_its_reps_not_the_run(tmp_path):
-    from harness.run.runner import _read_traces
+    from harness.run.rocprof import read_traces
 
     good, bad, unreadable = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for d in (good, bad, unreadable):
@@ -123,15 +123,15 @@ def test_a_bad_trace_fails_its_reps_not_the_run(tmp_path):
     (good / "1_kernel_trace.csv").write_text(OLDER.read_text())
     (bad / "2_kernel_trace.csv").write_text('"Name","Calls"\n"k","1"\n')
     (unreadable / "3_kernel_trace.csv").mkdir()  # rglob finds it; reading it fails
-    found, errors = _read_traces([good, bad, unreadable], n=2)
+    found, errors = read_traces([good, bad, unreadable], n=2)
     assert set(found) == {(0, 0), (0, 1)} and found[(0, 0)][0] == [10.001, 10.001]
     assert len(errors) == 2 and "missing column 'kernel_name'" in errors[0] and "unreadable" in errors[1]
-    found, errors = _read_traces([good], n=3)  # wrong launch count: each rep gets its reason
+    found, errors = read_traces([good], n=3)  # wrong launch count: each rep gets its reason
     assert errors == [] and all(isinstance(v, str) and "expected 3" in v for v in found.values())
 
 
 def test_rocprofv3_is_called_with_the_long_output_format_option(tmp_path, monkeypatch):
-    from harness import runner
+    from harness.run import runner
 
     monkeypatch.setattr(runner.shutil, "which", lambda name: f"/opt/rocm/bin/{name}")
     cmd = runner._rocprof_wrap("rocprofv3", tmp_path)

@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
-from harness.compare.compare import compare_files, write_compare
+from harness.compare.compare import compare_files
+from harness.compare.store import write_compare
 from harness.errors import HarnessError
 from harness.publish.sheets import ENDPOINT_ENV, load_credentials, publish_sheets, spreadsheet_id
 from tests.conftest import DATA, ROOT
-from tests.sheets_server import serve
+from tests.publish.sheets_server import serve
 
 EMAIL = "perf-bot@proj.iam.gserviceaccount.com"
 

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from harness.results.format import load_results, sidecar_path
+from harness.results.load import load_results
+from harness.results.schema import sidecar_path
 from tests.conftest import DATA, ROOT
 
 pytestmark = pytest.mark.slow
@@ -50,20 +51,20 @@ def test_faults_become_statuses_and_the_run_goes_on(tmp_path):
     st = df["status"].to_dict()
     # the good kernel is timed; 2 wallclock launches of an interpreted kernel on a busy 2-core CI machine may
     # disagree by > 5 % across the reps, which the stability rule reports as "unstable" (a timed status)
-    assert st.pop("user_kernels.py:good") in ("ok", "unstable")
-    assert df.loc["user_kernels.py:good", "time_us"] > 0
+    assert st.pop("good") in ("ok", "unstable")
+    assert df.loc["good", "time_us"] > 0
     assert st == {
-        "user_kernels.py:compile_fail": "compile_error",
-        "user_kernels.py:crash": "runtime_error",
-        "user_kernels.py:hang": "timeout",
-        "user_kernels.py:wrong": "incorrect",
-        "user_kernels.py:unwritten": "incorrect",
+        "compile_fail": "compile_error",
+        "crash": "runtime_error",
+        "hang": "timeout",
+        "wrong": "incorrect",
+        "unwritten": "incorrect",
     }  # a missing kernel file is refused when the suite loads (tests/test_suite.py)
-    assert "SIGABRT" in df.loc["user_kernels.py:crash", "error"]
-    assert "multiple of 3" in df.loc["user_kernels.py:compile_fail", "error"]
-    assert "never written" in df.loc["user_kernels.py:unwritten", "error"]
-    assert "no answer within 20 s" in df.loc["user_kernels.py:hang", "error"]
-    good = df.loc["user_kernels.py:good"]
+    assert "SIGABRT" in df.loc["crash", "error"]
+    assert "multiple of 3" in df.loc["compile_fail", "error"]
+    assert "never written" in df.loc["unwritten", "error"]
+    assert "no answer within 20 s" in df.loc["hang", "error"]
+    good = df.loc["good"]
     assert good["time_us"] > 0 and good["reps"] >= 3 and good["rel_err"] < 1e-2
     assert json.loads(good["rep_times_us"])
     env = json.loads(sidecar_path(out).read_text())
@@ -80,14 +81,14 @@ def test_a_lost_gpu_context_fails_only_the_case_that_lost_it(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out).set_index("kernel")
     st = df["status"].to_dict()
-    assert st.pop("user_kernels.py:lose_context") == "runtime_error"
+    assert st.pop("lose_context") == "runtime_error"
     # the other two were timed: one wallclock launch a rep on a busy 2-core CI machine may read "unstable"
     assert {k: v in ("ok", "unstable") for k, v in st.items()} == {
-        "user_kernels.py:after_lost": True,
-        "user_kernels.py:good": True,
+        "after_lost": True,
+        "good": True,
     }
-    assert (df.loc[["user_kernels.py:after_lost", "user_kernels.py:good"], "time_us"] > 0).all()
-    err = df.loc["user_kernels.py:lose_context", "error"]
+    assert (df.loc[["after_lost", "good"], "time_us"] > 0).all()
+    err = df.loc["lose_context", "error"]
     assert "illegal memory access" in err and "GPU context lost (simulated)" in err and "fresh one" in err
 
 
@@ -95,15 +96,17 @@ def test_registered_kernels_with_shared_case_ids_are_timed_separately(tmp_path):
     """Two kernels with the same case_id must not share prepared state in the worker."""
     suite = tmp_path / "two.yaml"
     suite.write_text(
-        "name: two\ndefaults: {dtype: fp16, out_dtype: fp16}\nentries:\n"
-        "  - kernel: [batched_gemm_bf16, batched_gemm_a8w8]\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n"
+        f"name: two\ndefaults: {{dtype: fp16}}\nentries:\n"
+        f"  - kernel: [batched_gemm_bf16, {DATA / 'user_kernels.py'}:wrong]\n    B: 1\n    N: 32\n    K: 64\n"
+        "    M: [16]\n    config: {BLOCK_SIZE_M: 16, BLOCK_SIZE_N: 16, BLOCK_SIZE_K: 32, GROUP_SIZE_M: 1}\n"
     )
     out = tmp_path / "two.csv"
     r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out, "--launches", "1")
     assert r.returncode == 0, r.stderr[-2000:]
-    df = load_results(out)
-    assert sorted(df["dtype"]) == ["fp16", "int8"]  # each row describes its own kernel
+    df = load_results(out).set_index("kernel")
     assert df["case_id"].nunique() == 1 and len(df) == 2
+    # each row is its own kernel's: the shipped one right and timed, the broken one caught
+    assert df.loc["batched_gemm_bf16", "status"] in ("ok", "unstable") and df.loc["wrong", "status"] == "incorrect"
 
 
 def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
@@ -149,7 +152,7 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out)  # the loader rejects duplicate (kernel, case_id)
-    assert sorted(df["M"].astype(int)) == [16, 17, 18, 19, 20, 21]
+    assert sorted(json.loads(p)["M"] for p in df["params"]) == [16, 17, 18, 19, 20, 21]
     assert (df["status"].isin(["ok", "unstable"])).all()
     # the resumed run reused what was journaled: 6 cases x >= 3 reps in all, not re-measured from scratch
     assert journal.read_text().count('"kind": "rep"') == int(df["reps"].sum())
@@ -185,18 +188,20 @@ def test_refuses_to_overwrite_and_bad_env(tmp_path):
 def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
     the order reversed each round; each env still writes its own complete results file."""
-    from harness import runner
     from harness.inputs.env import load_env_spec
     from harness.inputs.suite import load_suite
+    from harness.run.interleave import run_interleaved
+    from harness.run.options import RunOptions
+    from harness.run.workers import WorkerProc
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     suite = tmp_path / "s.yaml"
     suite.write_text(
         "name: s\ndefaults: {dtype: fp16}\nentries:\n"
-        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16, 32]\n"
     )
     log: list[tuple[str, str, str]] = []
-    real = runner.WorkerProc.request
+    real = WorkerProc.request
 
     def spy(self, obj, timeout):
         ans = real(self, obj, timeout)
@@ -204,17 +209,17 @@ def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
             log.append((self.log_name, obj["op"], obj["case"]["case_id"]))
         return ans
 
-    monkeypatch.setattr(runner.WorkerProc, "request", spy)
-    real_init = runner.WorkerProc.__init__
+    monkeypatch.setattr(WorkerProc, "request", spy)
+    real_init = WorkerProc.__init__
 
     def init(self, spec, timing, log_dir, *a, **kw):
         real_init(self, spec, timing, log_dir, *a, **kw)
         self.log_name = str(log_dir)
 
-    monkeypatch.setattr(runner.WorkerProc, "__init__", init)
+    monkeypatch.setattr(WorkerProc, "__init__", init)
     spec = load_env_spec(str(DATA / "cpu-env.yaml"))
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    counts = runner.run_interleaved([(spec, a), (spec, b)], load_suite(suite), runner.RunOptions(launches=1, heat_s=0))
+    counts = run_interleaved([(spec, a), (spec, b)], load_suite(suite), RunOptions(launches=1, heat_s=0))
     # wallclock on the interpreter with 1 launch a rep: a case may end `unstable`; the order is what is tested
     assert [sum(c.get(k, 0) for k in ("ok", "unstable")) for c in counts] == [2, 2]
     la, lb = str(a) + ".logs", str(b) + ".logs"
@@ -246,15 +251,16 @@ def test_interleaved_cli_refuses_mismatched_options(tmp_path):
 def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, monkeypatch):
     """The parallel compile pass: every case goes to one of N workers (compile only, nothing kept); a kernel that
     kills its worker costs that worker, not the pass. (Here under the interpreter; on a GPU it fills the cache.)"""
-    from harness import runner
     from harness.inputs.env import load_env_spec
     from harness.inputs.suite import load_suite
+    from harness.run.cases import worker_case
+    from harness.run.precompile import precompile
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     spec = load_env_spec(str(DATA / "cpu-env.yaml"))
-    cases = [c for c in load_suite(DATA / "faults.yaml") if c["kernel"].split(":")[-1] in ("good", "crash", "wrong")]
+    cases = [worker_case(c) for c in load_suite(DATA / "faults.yaml") if c.name in ("good", "crash", "wrong")]
     assert len(cases) == 3
-    res = runner.precompile(spec, "wallclock", cases, tmp_path / "logs", jobs=2, timeout_s=120)
+    res = precompile(spec, "wallclock", cases, tmp_path / "logs", jobs=2, timeout_s=120)
     assert res["jobs"] == 2 and res["cases"] == 2  # good and wrong answered; crash took its worker down
     logs = sorted((tmp_path / "logs").glob("worker-*.log"))
     assert len(logs) == 2  # one per shard, the crashed worker not restarted (its shard had nothing left)
@@ -264,7 +270,7 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     suite = tmp_path / "s.yaml"
     suite.write_text(
         "name: s\ndefaults: {dtype: fp16}\nentries:\n"
-        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16, 32]\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16, 32]\n"
     )
     out = tmp_path / "f.csv"
     r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out, "--launches", "1",
@@ -278,7 +284,8 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
 
 
 def test_inputs_move_only_where_the_worker_times_each_launch():
-    from harness.run.runner import RunOptions, _moves_inputs
+    from harness.run.options import RunOptions
+    from harness.run.options import moves_inputs as _moves_inputs
 
     on = RunOptions()
     assert _moves_inputs(on, "cupti") and _moves_inputs(on, "events")
@@ -294,7 +301,7 @@ def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
     suite = tmp_path / "one.yaml"
     suite.write_text(
         "name: one\ndefaults: {dtype: fp16}\nentries:\n"
-        "  - kernel: batched_gemm_bf16\n    B: 1\n    NK: [[32, 64]]\n    M: [16]\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n"
     )
     out = tmp_path / "r.csv"
     base = ["run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out]

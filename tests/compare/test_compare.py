@@ -9,7 +9,8 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.compare.compare import compare_files, load_compare, worst_first, write_compare
+from harness.compare.compare import compare_files, worst_first
+from harness.compare.store import load_compare, write_compare
 from harness.errors import HarnessError
 from harness.render.markdown import GITHUB_LIMIT, MARKER, render_markdown
 from tests.conftest import DATA, HEADER
@@ -52,7 +53,7 @@ def test_every_verdict_on_fixture():
     assert row["limit_us"] == pytest.approx(1.005 * 11.6 + 0.5)
     assert row["delta_us"] == pytest.approx(0.7)
     assert row["delta_pct"] == pytest.approx(100 * 0.7 / 11.6)
-    assert int(row["M"]) == 128
+    assert json.loads(row["params"])["M"] == 128  # a version 1 file's shape columns, as version 2 parameters
 
 
 def test_unstable_fail_mode():
@@ -82,10 +83,7 @@ def test_write_and_reload(tmp_path):
     for c in (
         "kernel",
         "case_id",
-        "B",
-        "M",
-        "N",
-        "K",
+        "params",
         "dtype",
         "golden_us",
         "tot_us",
@@ -93,6 +91,8 @@ def test_write_and_reload(tmp_path):
         "delta_pct",
         "limit_us",
         "verdict",
+        "flops",
+        "peak",
     ):
         assert c in cols
 
@@ -107,7 +107,7 @@ def test_no_common_cases(write):
 def test_same_case_id_different_shape(write):
     a = write("a.csv", HEADER + "k,a,1,16,1,1,bf16,5,ok,,\n")
     b = write("b.csv", HEADER + "k,a,1,32,1,1,bf16,5,ok,,\n")
-    with pytest.raises(HarnessError, match="column 'M' is 16 in .* but 32"):
+    with pytest.raises(HarnessError, match="parameter M is 16 in .* but 32"):
         compare_files(a, b)
 
 
@@ -126,7 +126,7 @@ def test_markdown_layout():
     assert md.startswith(MARKER + "\n")
     assert "1 regressions, 1 TOT failures" in md
     assert md.index("### Regressions and TOT failures") < md.index("<details><summary>All other cases")
-    assert "| bf16 | b | 128 | 128 | 512 | 128 | bf16 | 11.60 | 12.30 | +6.0 | 12.16 | **regression** |" in md
+    assert "| bf16 | b | bf16 | 11.60 | 12.30 | +6.0 | 12.16 | **regression** |" in md
     assert "1.005 x golden + 0.5 us" in md
 
 
@@ -188,7 +188,7 @@ def test_cli_bad_csv_row(write):
 
 
 def test_overlapping_rep_ranges_are_noted_not_overruled():
-    from harness.compare.compare import overlap_note
+    from harness.compare.notes import overlap_note
 
     # TOT's fastest rep beats golden's slowest: the rule still says regression, the note says it may be noise
     assert overlap_note("[2865.0, 3001.1, 3030.5]", "[2866.0, 3099.1, 3075.0]", regression=True).startswith(
@@ -215,7 +215,7 @@ def test_overlap_note_reaches_the_table(write):
 
 
 def test_different_measurement_methods_warn():
-    from harness.compare.compare import method_differences
+    from harness.compare.notes import method_differences
 
     g = {"timing": "cupti", "launch_gap": "auto", "heat_s": 5.0, "gpu": {"name": "NVIDIA H100 80GB HBM3"}}
     assert method_differences(g, dict(g)) == []
@@ -228,7 +228,7 @@ def test_different_measurement_methods_warn():
 
 
 def test_clock_note_only_when_the_clock_moved_with_the_time():
-    from harness.compare.compare import clock_note
+    from harness.compare.notes import clock_note
 
     # TOT 2 % slower and its SM clock 2 % lower: noted
     assert clock_note(1980.0, 1941.0, 2.0) == "NVML SM clock 1980 -> 1941 MHz (-2.0 %)"

@@ -11,15 +11,10 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError
-from harness.report.report import (
-    config_label,
-    dispatch_table,
-    kernel_ceiling,
-    load_runs,
-    parse_vendor,
-    peaks_for,
-    write_report,
-)
+from harness.report.data import dispatch_table, load_runs, parse_vendor
+from harness.report.peaks import kernel_ceiling, peaks_for
+from harness.report.plots import config_label
+from harness.report.report import write_report
 from tests.conftest import ROOT
 
 H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
@@ -35,25 +30,26 @@ def test_peaks_and_ceilings():
     assert label == "H200 (measured ceilings)" and peaks["bf16"] == 700 and peaks["fp8"] == 1979.0
     assert peaks_for("Some GPU")[0] == ""
     # fp4 has no native path on Hopper: bounded by the bf16 MMA it is emulated with
-    assert kernel_ceiling("batched_gemm_afp4wfp4", "", peaks_for("H100")[1]) == ("bf16", 989.0)
-    assert kernel_ceiling("batched_gemm_afp4wfp4", "", peaks_for("MI355X")[1]) == ("fp4", 10000.0)
-    assert kernel_ceiling("batched_gemm_a8w8", "int8", peaks_for("H100")[1]) == ("int8", 1979.0)
+    assert kernel_ceiling("fp4", peaks_for("H100")[1]) == ("bf16", 989.0)
+    assert kernel_ceiling("fp4", peaks_for("MI355X")[1]) == ("fp4", 10000.0)
+    assert kernel_ceiling("int8", peaks_for("H100")[1]) == ("int8", 1979.0)
+    assert kernel_ceiling("memory", peaks_for("H100")[1]) == ("memory", None)  # its roof is bandwidth
 
 
 def test_config_labels():
     cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4}
-    assert config_label(json.dumps(cfg)) == "64x128x64 w4 g8"
-    assert config_label(json.dumps({**cfg, "num_stages": 3, "NUM_KSPLIT": 4})) == "64x128x64 w4 s3 g8 k4"
+    assert config_label(json.dumps(cfg)) == "BK64 BM64 BN128 GM8 w4"  # kernels.spec.config_label: one vocabulary
+    assert config_label(json.dumps({**cfg, "num_stages": 3, "NUM_KSPLIT": 4})) == "BK64 BM64 BN128 GM8 KS4 s3 w4"
     assert config_label("") == "default"
 
 
 def test_vendor_markdown_is_parsed():
     v = parse_vendor(H100 / "vendor-ratios.md")
     # 5 kernels x 3 shapes; the fp8 kernel has up to three torch paths a shape (row-wise, same math, blockwise)
-    assert len(v.drop_duplicates(["kernel", "B", "M", "N", "K"])) == 15 and len(v) > 15
+    assert len(v.drop_duplicates(["kernel", "case_id"])) == 15 and len(v) > 15
     assert set(v["kernel"]) >= {"batched_gemm_bf16", "batched_gemm_a8w8"}
-    row = v[(v["kernel"] == "batched_gemm_bf16") & (v["N"] == 8192)].iloc[0]
-    assert (row["B"], row["M"], row["K"]) == (16, 2048, 8192) and row["torch_path"] == "torch.bmm"
+    row = v[(v["kernel"] == "batched_gemm_bf16") & v["case_id"].str.contains("N8192")].iloc[0]
+    assert row["case_id"] == "B16_M2048_N8192_K8192" and row["vendor"] == "torch.bmm"
 
 
 def test_vendor_without_table_is_one_line(tmp_path):
@@ -124,7 +120,8 @@ def test_compare_report_in_a_browser(browser, tmp_path):
     ):
         shutil.copy(H100 / name, tmp_path / name)
     index = write_report([], out, compare_csv=tmp_path / "compare.csv", vendor=H100 / "vendor-ratios.md")
-    assert {p.name for p in out.glob("*.png")} >= {"delta.png", "roofline.png", "scatter-0.png", "vendor.png"}
+    names = {p.name for p in out.glob("*.png")}
+    assert names >= {"delta.png", "roofline.png", "scatter-0.png", "vendor.png", "family-0-0.png"}
     _check_page(browser, index)
     # offline: no external URL anywhere in the page
     html = index.read_text()
@@ -162,7 +159,9 @@ def test_sweep_report_with_many_configurations(browser, tmp_path):
     index = write_report([tmp_path / "sweep.csv"], tmp_path / "r")
     _check_page(browser, index)
     text = index.read_text()
-    assert text.count("data:image/png;base64,") == 2  # roofline + the scatter (three kernel panels)
+    kernels = df[df["status"] == "ok"]["kernel"].nunique()
+    # roofline, one family plot per kernel (TFLOPS vs M per (N, K)), the scatter (one panel per kernel)
+    assert text.count("data:image/png;base64,") == 2 + kernels
     ok_configs = df[df["status"] == "ok"]["config"].nunique()  # configs that compiled (shared memory limits)
     assert ok_configs >= 40 and f"<p>{ok_configs} configurations.</p>" in text
 
@@ -201,13 +200,13 @@ def test_report_navigation_names_every_section(h100_page):
     links = re.findall(r'<a href="#([^"]+)">([^<]+)</a>', nav)
     texts = [t for _, t in links]
     assert len(texts) == len(set(texts)), texts
-    assert {"TFLOPS scatter: golden", "TFLOPS scatter: tot", "Tables: golden", "Tables: tot"} <= set(texts)
+    assert {"Scatter: golden", "Scatter: tot", "Tables: golden", "Tables: tot"} <= set(texts)
     ids = re.findall(r'<h2 id="([^"]+)">', h100_page)
     assert [a for a, _ in links] == ids, "every link leads to its own section"
 
 
 def test_plain_numbers():
-    from harness.report.report import plain
+    from harness.report.page import plain
 
     assert [plain(v) for v in (58490.12, 12.3456, 0.5, 0.000123456, -9.53, 16.0, 1234567.0)] == [
         "58,490.1",

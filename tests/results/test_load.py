@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from harness.errors import HarnessError
-from harness.results.format import COLUMNS, ResultsAppender, load_results, parse_results, write_results
+from harness.results.load import load_results, parse_results
+from harness.results.schema import COLUMNS
+from harness.results.write import ResultsAppender, write_results
 from tests.conftest import HEADER
 
 GOOD = HEADER + "bf16,a,128,16,512,128,bf16,5.8,ok,,\nbf16,b,128,32,512,128,bf16,,compile_error,,boom\n"
@@ -27,7 +30,7 @@ def test_good_file_parses(write):
     assert list(df["case_id"]) == ["a", "b"]
     assert df["time_us"].iloc[0] == pytest.approx(5.8)
     assert math.isnan(df["time_us"].iloc[1])  # failed rows carry no time
-    assert int(df["M"].iloc[1]) == 32
+    assert json.loads(df["params"].iloc[1]) == {"B": 128, "K": 128, "M": 32, "N": 512}  # version 1, upgraded on read
     assert df.attrs["env"] == {}
 
 
@@ -185,6 +188,8 @@ def test_appender_refuses_foreign_header(write):
 
 def test_parse_large_is_vectorized():
     n = 20000
-    text = ",".join(COLUMNS) + "\n" + "".join(f"k,c{i},1,1,1,1,bf16,{1 + i % 7}.5,ok,,,,,,,,,,,,\n" for i in range(n))
+    rest = "," * (len(COLUMNS) - 7)
+    rows = "".join(f'k,c{i},"{{""M"":{i}}}",bf16,1,ok,{1 + i % 7}.5{rest}\n' for i in range(n))
+    text = ",".join(COLUMNS) + "\n" + rows
     df = parse_results(text, __import__("pathlib").Path("mem.csv"))
     assert len(df) == n

@@ -1,0 +1,141 @@
+"""What compare says beside the verdicts: why a flagged case may be noise, why two runs may not be comparable, and
+when nothing was compared at all. Pure: frames and sidecar dicts in, one-line texts out."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from harness.compare.rule import Rule
+
+
+def first_line(error: str, limit: int = 300) -> str:
+    """An error's first non-blank line, at most ``limit`` characters: what a note or a summary line shows. The
+    worker puts the exception, the user's file and line and the chained cause there (worker._error_text)."""
+    line = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
+    """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
+    side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed
+    depends on the process (placement) more than the rule's 0.5 % + 0.5 µs."""
+    try:
+        g = [float(x) for x in json.loads(golden_reps)]
+        t = [float(x) for x in json.loads(tot_reps)]
+    except (ValueError, TypeError):
+        return ""
+    if len(g) < 2 or len(t) < 2:
+        return ""
+    slow, fast = (t, g) if regression else (g, t)
+    if min(slow) > max(fast):
+        return ""
+    return f"rep ranges overlap (golden {min(g):.4g}-{max(g):.4g}, TOT {min(t):.4g}-{max(t):.4g} us): may be noise"
+
+
+def clock_note(golden_mhz: float, tot_mhz: float, delta_pct: float) -> str:
+    """A note when a flagged case's mean SM clock (NVML, sampled while its launches ran) moved the same way as
+    its time by at least half as much: at a power cap the clock sets a GEMM's speed. Between two runs of the
+    same kernel (A/A) that is noise; between two compilers it may also be the new code's own power draw. NVML
+    refreshes its clock about every 100 ms on an H100, so for a rep of ~40 ms this is a hint, not a measure."""
+    if not (golden_mhz > 0 and tot_mhz > 0) or math.isnan(delta_pct):
+        return ""
+    clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)  # > 0: TOT ran at a lower clock, so expect it slower
+    if abs(clock_pct) < 0.3 or clock_pct * delta_pct <= 0 or abs(clock_pct) < 0.5 * abs(delta_pct):
+        return ""
+    return f"NVML SM clock {golden_mhz:.0f} -> {tot_mhz:.0f} MHz ({100.0 * (tot_mhz / golden_mhz - 1.0):+.1f} %)"
+
+
+#: sidecar fields that change what a time means; golden and TOT should agree on all of them
+METHOD_KEYS = (
+    "timing",
+    "launch_gap",
+    "launch_gap_auto",
+    "placement",
+    "move_inputs",
+    "launches_per_rep",
+    "heat_s",
+)
+
+
+def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
+    """One warning per measurement setting (or GPU) on which two sidecars disagree: their deltas would mix the
+    compiler change with a change of method. Settings a sidecar does not record are not compared."""
+    out = []
+    for key in METHOD_KEYS:
+        if key in golden_env and key in tot_env and golden_env[key] != tot_env[key]:
+            out.append(f"golden and TOT were measured differently: {key} {golden_env[key]!r} vs {tot_env[key]!r}")
+    gpu = other_gpu(golden_env, tot_env)
+    if gpu:
+        out.append(gpu)
+    return out
+
+
+#: why results of two physical GPUs are not compared (reports/h100-triton-3.6.0-vs-3.9.0, issue 21 item 17)
+SAME_GPU_WHY = (
+    "golden and TOT must share a GPU: results from two H200 machines flagged 41 of 120 cases against each other "
+    "where golden vs golden on one GPU flags 0"
+)
+
+
+def _gpu_field(env: dict, key: str) -> str:
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
+    v = gpu.get(key) or before.get(key) or ""
+    v = str(v).strip()
+    return "" if v.startswith("[") else v  # nvidia-smi's [N/A] / [Not Supported]
+
+
+def _uuid(env: dict) -> str:
+    return _gpu_field(env, "uuid").lower().removeprefix("gpu-")
+
+
+def other_gpu(golden_env: dict, tot_env: dict) -> str:
+    """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
+    ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
+    gg, tg = _gpu_field(golden_env, "name"), _gpu_field(tot_env, "name")
+    if gg and tg and gg != tg:
+        return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
+    gu, tu = _uuid(golden_env), _uuid(tot_env)
+    gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")
+    if gu and tu and gu != tu:
+        where = f" (hosts {gh} vs {th})" if gh and th and gh != th else f" (host {gh})" if gh else ""
+        return f"golden and TOT ran on different physical GPUs: GPU-{gu} vs GPU-{tu}{where}; {SAME_GPU_WHY}"
+    if gh and th and gh != th:
+        return f"golden and TOT ran on different hosts: {gh} vs {th}; {SAME_GPU_WHY}"
+    return ""
+
+
+def same_triton(golden_env: dict, tot_env: dict) -> str:
+    """A warning when golden and TOT ran one and the same Triton (same version at the same path): the
+    comparison measures a stack against itself, so a gate on it passes every regression."""
+    g, t = golden_env.get("triton"), tot_env.get("triton")
+    if not (isinstance(g, dict) and isinstance(t, dict)):
+        return ""
+    if g.get("version") and g.get("path") and (g.get("version"), g.get("path")) == (t.get("version"), t.get("path")):
+        return (
+            f"golden and TOT ran the same Triton ({g['version']} at {g['path']}): this compares a stack with "
+            f"itself, so it cannot find a regression (is the TOT overlay set?)"
+        )
+    return ""
+
+
+#: verdicts whose case was timed under both stacks and judged by the rule
+COMPARED_VERDICTS = ("regression", "improvement", "ok")
+
+
+def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
+    """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
+    (or of cases all under the floor) is not 'no regressions'."""
+    verdicts = table["verdict"].astype(str)
+    if verdicts.isin(COMPARED_VERDICTS).any():
+        return ""
+    timed = int((verdicts == "ignored").sum())
+    if timed:
+        return (
+            f"nothing compared: the {timed} of {len(table)} cases with a time under both stacks are all under "
+            f"the {rule.min_golden_us:g} us floor"
+        )
+    return f"nothing compared: 0 of {len(table)} cases have a time under both stacks"

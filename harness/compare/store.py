@@ -1,0 +1,115 @@
+"""Compare files: the verdict CSV and its ``.meta.json`` (rule + both environments), written atomically, and read
+back by every later stage (publish, report, explain) through :func:`load_compare`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.compare.compare import Comparison
+from harness.compare.rule import VERDICTS, Rule, verdict_codes
+from harness.errors import HarnessError
+from harness.fsutil import atomic_write, write_text
+from harness.results import v1
+
+
+def locate_results(named: str, compare_csv: str | os.PathLike[str]) -> Path | None:
+    """A results file named in a comparison's metadata: at that path, else beside the comparison (the two are
+    often moved together, e.g. in a CI artifact); None when neither exists."""
+    for p in (Path(named), Path(compare_csv).parent / Path(named).name):
+        if named and p.is_file():
+            return p
+    return None
+
+
+def write_csv(table: pd.DataFrame, out: Path) -> None:
+    """pyarrow's CSV writer when present (a million rows in ~1 s), pandas' otherwise (~15 s); through a
+    temporary file, so a reader never sees half a table."""
+    with atomic_write(out, "wb") as fh:
+        try:
+            import pyarrow as pa
+            import pyarrow.csv as pacsv
+        except ImportError:
+            table.to_csv(fh, index=False)
+            return
+        pacsv.write_csv(pa.Table.from_pandas(table, preserve_index=False), fh)
+
+
+def meta_path(out: str | os.PathLike[str]) -> Path:
+    """``compare.csv`` → ``compare.csv.meta.json``."""
+    p = Path(out)
+    return p.with_name(p.name + ".meta.json")
+
+
+def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
+    """Write the verdict CSV and its ``.meta.json`` (rule + both environments) beside it."""
+    out = Path(out)
+    table = cmp.table.copy()
+    for c in ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us"):
+        table[c] = table[c].round(4)
+    write_csv(table, out)
+    write_text(meta_path(out), json.dumps(cmp.meta(), indent=2, default=str) + "\n")
+    return out
+
+
+def _skips_of_old_files(table: pd.DataFrame, rule: Rule) -> pd.Series:
+    """Verdicts with the skip verdicts applied: files written before they existed called a case whose status is
+    ``skipped`` ``failed_in_*``. Which side was timed follows from the old verdict, so the rule is re-applied
+    to the statuses alone."""
+    verdict = table["verdict"].astype(object)
+    failed = verdict.isin(["failed_in_tot", "failed_in_golden", "failed_in_both"]).to_numpy()
+    if not failed.any() or "golden_status" not in table.columns or "tot_status" not in table.columns:
+        return verdict
+    v, n = verdict[failed], int(failed.sum())
+    g_status, t_status = table["golden_status"][failed], table["tot_status"][failed]
+    yes = np.ones(n, dtype=bool)
+    codes = verdict_codes(
+        np.full(n, np.nan),
+        np.full(n, np.nan),
+        yes,
+        yes,
+        (v == "failed_in_tot").to_numpy(),
+        (v == "failed_in_golden").to_numpy(),
+        rule,
+        (g_status == "skipped").to_numpy(),
+        (t_status == "skipped").to_numpy(),
+    )
+    out = verdict.copy()
+    out[failed] = np.asarray(VERDICTS, dtype=object)[codes]
+    return out
+
+
+def load_compare(path: str | os.PathLike[str]) -> Comparison:
+    """Read a compare CSV written by :func:`write_compare` (for publish/report/explain)."""
+    p = Path(path)
+    if not p.is_file():
+        raise HarnessError(f"{p}: no such compare file")
+    try:
+        table = pd.read_csv(p, keep_default_na=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{p}: not a compare CSV: {err}") from None
+    missing = [c for c in ("kernel", "case_id", "golden_us", "tot_us", "verdict") if c not in table.columns]
+    if missing:
+        raise HarnessError(f"{p}: line 1: missing column '{missing[0]}': not written by `harness compare`")
+    bad = ~table["verdict"].isin(VERDICTS)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise HarnessError(f"{p}: line {i + 2}: unknown verdict {table['verdict'].iloc[i]!r}")
+    table = v1.upgrade_compare(table)
+    meta_p = meta_path(p)
+    meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
+    rule = Rule(**meta.get("rule", {}))
+    table["verdict"] = _skips_of_old_files(table, rule)
+    table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""
+    return Comparison(
+        table=table,
+        rule=rule,
+        golden_env=meta.get("golden", {}).get("env", {}),
+        tot_env=meta.get("tot", {}).get("env", {}),
+        golden_path=meta.get("golden", {}).get("path", ""),
+        tot_path=meta.get("tot", {}).get("path", ""),
+    )

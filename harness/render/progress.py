@@ -1,0 +1,30 @@
+"""The progress bars of `harness run`: one line per environment, on stderr, with the case being measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+@contextmanager
+def env_bars(con: Console, names: list[str]) -> Iterator[Callable[[int, str, int, int], None]]:
+    """A callback ``(env index, case label, done, total)`` that moves that env's bar."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[case]}"),
+    )
+    with Progress(*columns, console=con, transient=False) as bar:
+        tasks = [bar.add_task(name, total=None, case="") for name in names]
+
+        def update(i: int, label: str, done: int, total: int) -> None:
+            bar.update(tasks[i], completed=done, total=total, case=label[:48])
+
+        yield update

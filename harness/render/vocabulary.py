@@ -1,0 +1,45 @@
+"""How each verdict looks, everywhere it is shown (terminal, PR markdown, spreadsheet, HTML report), and how a
+case is named: one copy, so the four never disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Look:
+    #: rich style in the terminal ('' = plain)
+    style: str
+    #: the column heading of the per-kernel count tables (short words: twelve columns fit 80)
+    short: str
+    #: marker colour in plots (strong), and row fill in the spreadsheet (light); '' = none
+    color: str
+    fill: str
+
+
+LOOKS: dict[str, Look] = {
+    "regression": Look("bold red", "regr", "#d62728", "#f4c7c3"),
+    "failed_in_tot": Look("bold red", "TOT fail", "#8c1c13", "#ea9999"),
+    "missing_in_tot": Look("yellow", "miss", "#ff7f0e", "#fce8b2"),
+    # skips are not failures: a lighter amber for a case TOT no longer supports, a pale blue-grey elsewhere
+    "skipped_in_tot": Look("yellow", "TOT skip", "#ffbb78", "#fef2cc"),
+    "improvement": Look("green", "impr", "#2ca02c", "#b7e1cd"),
+    "ok": Look("", "ok", "#7f7f7f", ""),
+    "ignored": Look("dim", "ign", "#c7c7c7", ""),
+    "new_in_tot": Look("cyan", "new", "#17becf", ""),
+    "failed_in_golden": Look("magenta", "gold fail", "#9467bd", "#d9d9d9"),
+    "failed_in_both": Look("magenta", "both fail", "#9467bd", "#d9d9d9"),
+    "skipped_in_golden": Look("dim", "gold skip", "#aec7e8", "#e5eaf2"),
+    "skipped_in_both": Look("dim", "both skip", "#aec7e8", "#e5eaf2"),
+}
+
+
+def case_label(kernel: str, case_id: str) -> str:
+    """``kernel/case_id``: how a case is named in lists, filters (--filter, --case) and logs."""
+    return f"{kernel}/{case_id}"
+
+
+def rgb(hex_color: str) -> tuple[float, float, float]:
+    """``#f4c7c3`` -> (0.957, 0.780, 0.765)."""
+    h = hex_color.lstrip("#")
+    return tuple(round(int(h[i : i + 2], 16) / 255, 3) for i in (0, 2, 4))  # type: ignore[return-value]

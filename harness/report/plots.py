@@ -1,0 +1,236 @@
+"""The report's figures, drawn with matplotlib (Agg, no display) from checked frames; each returns PNG bytes.
+
+Sizes are the work a case does (its kernel's FLOPs, or bytes for a memory-bound kernel), so any kernel's cases
+share the axes; a kernel's own plot (its SPEC's ``plot``: y against one parameter, a line per series) shows a
+family the way its engineers read it (attention: TFLOPS vs sequence length per head dim).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+
+from harness.render.vocabulary import LOOKS
+from harness.report.data import Run, params_frame, timed
+from harness.report.peaks import kernel_ceiling
+from kernels.spec import config_label as _config_label
+
+#: plot colours of the verdicts a delta plot shows
+VERDICT_COLORS = {
+    v: LOOKS[v].color for v in ("regression", "failed_in_tot", "missing_in_tot", "improvement", "ok", "ignored")
+}
+
+
+def config_label(cfg: str) -> str:
+    """A config JSON in short form (kernels.spec.config_label: ``BM64 BN128 w4``); ``default`` when empty."""
+    import json
+
+    try:
+        c = json.loads(cfg) if cfg else {}
+    except ValueError:
+        return cfg[:40]
+    return _config_label(c) if isinstance(c, dict) and c else "default"
+
+
+def short_name(kernel: str) -> str:
+    return kernel.replace("batched_gemm_", "").replace(
+        "a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant", "a8w8_prequant"
+    )
+
+
+def _png(fig) -> bytes:  # noqa: ANN001 - a matplotlib Figure
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def plot_delta(cmp_table: pd.DataFrame, rule: dict[str, float]) -> bytes:
+    import matplotlib.pyplot as plt
+
+    t = cmp_table[cmp_table["golden_us"].notna() & cmp_table["tot_us"].notna()].copy()
+    t["ratio"] = t["tot_us"] / t["golden_us"]
+    t["work"] = t["flops"] if "flops" in t.columns else np.nan
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), sharey=True)
+    rel, abs_us, floor = rule.get("rel", 1.005), rule.get("abs_us", 0.5), rule.get("min_golden_us", 4.0)
+    for ax, x, xlabel in ((axes[0], "work", "work (FLOPs)"), (axes[1], "golden_us", "golden time (µs)")):
+        for verdict, color in VERDICT_COLORS.items():
+            d = t[t["verdict"] == verdict]
+            if len(d):
+                ax.scatter(d[x], d["ratio"], s=18, c=color, label=f"{verdict} ({len(d)})", alpha=0.85, linewidths=0)
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.axhline(1.0, color="black", lw=0.6)
+        ax.grid(True, which="both", alpha=0.25)
+    if len(t):
+        xs = np.geomspace(max(floor, t["golden_us"].min() * 0.8), t["golden_us"].max() * 1.2, 200)
+        axes[1].plot(xs, rel + abs_us / xs, color="#d62728", lw=1, ls="--", label="regression limit")
+        axes[1].plot(xs, 1 / (rel + abs_us / xs), color="#2ca02c", lw=1, ls="--", label="improvement limit")
+        axes[1].axvspan(t["golden_us"].min() * 0.8, floor, color="#eeeeee", zorder=0, label=f"ignored (< {floor:g} µs)")
+    axes[0].axhline(rel, color="#d62728", lw=0.8, ls=":", label=f"×{rel:g} (+{abs_us:g} µs not shown)")
+    axes[0].set_ylabel("TOT / golden time")
+    axes[0].legend(fontsize=8, loc="upper left")
+    axes[1].legend(fontsize=8, loc="upper right")
+    fig.suptitle("TOT vs golden per case (above 1: slower)")
+    return _png(fig)
+
+
+def plot_roofline(runs: list[Run], peaks: dict[str, float], gpu_label: str) -> bytes:
+    """Achieved TFLOPS against FLOP/byte, every kernel of every run, under the compute roofs of the peaks its
+    rows name and the HBM roof."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    markers = "os^Dv<>Pp*"
+    kernels = sorted({k for r in runs for k in r.df["kernel"].unique()})
+    colors = plt.get_cmap("tab20")
+    xmin, xmax, roofs = 0.1, 1e4, set()
+    for ri, run in enumerate(runs):
+        d = timed(run.df)
+        d = d[np.isfinite(d["intensity"]) & (d["intensity"] > 0) & (d["tflops"] > 0)]
+        if len(d):
+            xmin, xmax = min(xmin, d["intensity"].min() / 2), max(xmax, d["intensity"].max() * 2)
+        roofs |= set(d.get("peak", pd.Series(dtype=str)).fillna("").astype(str))
+        for ki, k in enumerate(kernels):
+            dk = d[d["kernel"] == k]
+            if len(dk):
+                style = dict(s=22, marker=markers[ri % len(markers)], color=colors(ki % 20), alpha=0.8)
+                ax.scatter(dk["intensity"], dk["tflops"], label=f"{short_name(k)} · {run.label}", **style)
+    _roofs(ax, peaks, roofs, np.geomspace(xmin, xmax, 200))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
+    ax.set_ylabel("achieved TFLOPS")
+    ax.set_title(f"Roofline — {gpu_label or 'unknown GPU: no ceilings'}")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return _png(fig)
+
+
+def _roofs(ax, peaks: dict[str, float], wanted: set[str], xs: np.ndarray) -> None:  # noqa: ANN001 - an Axes
+    bw = peaks.get("hbm_tbs")
+    if not bw:
+        return
+    ax.plot(xs, bw * xs, lw=1.0, ls=":", color="black", label=f"HBM roof: {bw:g} TB/s")
+    for key in sorted({kernel_ceiling(p, peaks)[0] for p in wanted} - {"memory"}):
+        peak = peaks.get(key)
+        if peak:
+            ax.plot(xs, np.minimum(peak, bw * xs), lw=1.2, ls="--", label=f"roof {key}: {peak:g} TFLOPS, {bw:g} TB/s")
+
+
+def _rate(dk: pd.DataFrame) -> tuple[str, str, str]:
+    """(x column, y column, axis words) for one kernel's rows: bytes and GB/s for memory-bound kernels."""
+    if "peak" in dk.columns and (dk["peak"].astype(str) == "memory").all() and dk["gbps"].notna().any():
+        return "bytes", "gbps", "GB/s vs bytes moved"
+    return "work", "tflops", "TFLOPS vs FLOPs"
+
+
+def plot_scatter(df: pd.DataFrame) -> tuple[bytes, int]:
+    """Speed against work per kernel panel, one color+marker per configuration; returns (png, n configs)."""
+    import matplotlib.pyplot as plt
+
+    d = timed(df)
+    d = d[(d["tflops"] > 0) | (d["gbps"] > 0)]
+    d["cfg"] = d["config"].fillna("").map(config_label) if "config" in d.columns else "default"
+    kernels = sorted(d["kernel"].unique())
+    configs = sorted(d["cfg"].unique())
+    n = max(len(kernels), 1)
+    fig, axes = plt.subplots(n, 1, figsize=(12, 4.2 * n), squeeze=False, gridspec_kw={"hspace": 0.45})
+    palette = [plt.get_cmap("tab20")(i) for i in range(20)]
+    markers = "os^DvP*Xph<>"
+    style = {c: (palette[i % 20], markers[(i // 20) % len(markers)]) for i, c in enumerate(configs)}
+    for ax, k in zip(axes[:, 0], kernels):
+        _scatter_panel(ax, d[d["kernel"] == k], k, style)
+    return _png(fig), len(configs)
+
+
+def _scatter_panel(ax, dk: pd.DataFrame, kernel: str, style: dict) -> None:  # noqa: ANN001 - an Axes
+    x, y, words = _rate(dk)
+    ncfg = max(dk["cfg"].nunique() - 1, 1)
+    for j, (c, g) in enumerate(dk.groupby("cfg")):
+        color, marker = style[c]
+        jitter = 10 ** ((j / ncfg - 0.5) * 0.12)  # spread configs of one shape sideways (±7 %), in order
+        ax.scatter(g[x] * jitter, g[y], s=16, color=color, marker=marker, alpha=0.8, linewidths=0, label=c)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    title = f"{short_name(kernel)}: {words}, {len(dk)} points, {dk['cfg'].nunique()} configurations"
+    ax.set_title(title + " (configs of one shape side by side)", fontsize=10)
+    ax.set_xlabel("FLOPs" if x == "work" else "bytes moved")
+    ax.set_ylabel("TFLOPS" if y == "tflops" else "GB/s")
+    ax.grid(True, which="both", alpha=0.25)
+    ncol = max(1, math.ceil(dk["cfg"].nunique() / 22))
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=ncol, title="config", title_fontsize=7)
+
+
+def plot_family(run: Run, kernel: str, plot: dict, peaks: dict[str, float]) -> bytes | None:
+    """One kernel as its SPEC's ``plot`` asks: ``y`` (TFLOPS, GB/s or µs) against parameter ``x``, one line per
+    value of the ``series`` parameters; memory-bound kernels get the HBM bandwidth as a line. None: no data."""
+    import matplotlib.pyplot as plt
+
+    d = timed(run.df[run.df["kernel"] == kernel])
+    if d.empty:
+        return None
+    p = params_frame(d)
+    x, series = plot.get("x"), [s for s in plot.get("series") or [] if s in p.columns]
+    if x not in p.columns:
+        return None
+    y = plot.get("y") or ("gbps" if (d.get("peak", pd.Series(dtype=str)).astype(str) == "memory").all() else "tflops")
+    d = d.assign(_x=p[x].astype(float), _s=p[series].astype(str).agg(" ".join, axis=1) if series else "")
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    for label, g in d.groupby("_s"):
+        g = g.groupby("_x")[y].max()  # several configs or dtypes at one x: the best
+        name = " ".join(f"{s}={v}" for s, v in zip(series, str(label).split(" "))) if series else kernel
+        ax.plot(g.index, g.values, marker="o", ms=4, lw=1.2, label=name)
+    if y == "gbps" and peaks.get("hbm_tbs"):
+        ax.axhline(peaks["hbm_tbs"] * 1000, color="black", ls=":", lw=1, label=f"HBM {peaks['hbm_tbs']:g} TB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel({"tflops": "TFLOPS", "gbps": "GB/s", "time_us": "µs"}.get(y, y))
+    ax.set_title(f"{short_name(kernel)} · {run.label}")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, ncol=2)
+    return _png(fig)
+
+
+def plot_dispatch(table: pd.DataFrame) -> bytes:
+    import matplotlib.pyplot as plt
+
+    cases = table.drop_duplicates(["run", "kernel", "case_id"]).head(40)
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(cases) + 1.5))
+    names = list(dict.fromkeys(table["dispatch"]))
+    colors = plt.get_cmap("tab10")
+    for yi, rec in enumerate(cases.itertuples()):
+        left = 0.0
+        sub = table[(table["run"] == rec.run) & (table["kernel"] == rec.kernel) & (table["case_id"] == rec.case_id)]
+        for s in sub.itertuples():
+            ax.barh(yi, s.us, left=left, color=colors(names.index(s.dispatch) % 10))
+            left += s.us
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels([f"{short_name(r.kernel)} {r.case_id} · {r.run}" for r in cases.itertuples()], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("µs per dispatch (stacked: the op's total)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors(i % 10)) for i in range(len(names))]
+    ax.legend(handles, names, fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def plot_vendor(table: pd.DataFrame) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(table) + 1.5))
+    y = np.arange(len(table))
+    ax.barh(y, table["ratio"], color=["#d62728" if r > 1 else "#2ca02c" for r in table["ratio"]])
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(
+        [f"{short_name(k)} {c} · {r}" for k, c, r in zip(table["kernel"], table["case_id"], table["run"])], fontsize=7
+    )
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("our time / vendor library time (below 1: faster than the vendor path)")
+    return _png(fig)

@@ -1,0 +1,128 @@
+"""A case on its way through a run: what the worker is sent for it, what has been measured, and the results row it
+becomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.inputs.suite import Case
+from harness.run import stability
+
+
+def worker_case(case: Case) -> dict[str, Any]:
+    """The case as the worker receives it: everything its SPEC decides, resolved here, so the worker only runs
+    the kernel's code (harness/worker/cases.py)."""
+    s, p = case.spec, case.params
+    lookup = None
+    if s.config is not None:
+        lookup = {"family": s.config.family, "bucket": s.config.bucket, "value": p[s.config.bucket]}
+        lookup["key"] = s.config.file_key(p)
+    return {
+        "kernel": case.name,
+        "case_id": case.case_id,
+        "source": case.kernel.source,
+        "params": p,
+        "overrides": case.overrides,
+        "lookup": lookup,
+        "default_config": dict(s.default_config),
+        "tolerance": s.tolerance_of(p),
+        "dtype": s.dtype_of(p),
+        "hooks": list(s.hooks),
+        "world_size": s.world_size_of(p),
+    }
+
+
+@dataclass
+class CaseState:
+    """What a run knows of one case: the worker's prepare answer, the reps so far, the final row."""
+
+    case: Case
+    request: dict[str, Any]
+    prep: dict[str, Any] | None = None
+    reps: list[float] = field(default_factory=list)
+    dispatch: list[dict[str, float]] = field(default_factory=list)
+    telemetry: list[dict[str, Any]] = field(default_factory=list)  # per rep, when the worker had NVML
+    final: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, case: Case) -> CaseState:
+        return cls(case, worker_case(case))
+
+    @property
+    def key(self) -> str:
+        return f"{self.case.name}\x1f{self.case.case_id}"
+
+    def add_rep(self, time_us: float, dispatch: dict[str, float] | None, telemetry: dict[str, Any] | None) -> None:
+        self.reps.append(time_us)
+        if dispatch:
+            self.dispatch.append(dispatch)
+        if telemetry:
+            self.telemetry.append(telemetry)
+
+
+def result_row(
+    st: CaseState,
+    status: str,
+    *,
+    time_us: float | None = None,
+    error: str = "",
+    decision: stability.Decision | None = None,
+    timing: str = "",
+) -> dict[str, Any]:
+    """The results row of a finished case (columns of harness/results/schema.py)."""
+    c, p = st.case, st.prep or {}
+    flops, nbytes = c.spec.flops_of(c.params), c.spec.bytes_of(c.params)
+    row: dict[str, Any] = {
+        "kernel": c.name,
+        "case_id": c.case_id,
+        "params": c.params_json(),
+        "dtype": st.request["dtype"],
+        "world_size": st.request["world_size"],
+        "status": status,
+        "config": p.get("config"),
+        "config_source": p.get("config_source"),
+        "flops": flops,
+        "bytes": nbytes,
+        "peak": c.spec.peak_of(c.params),
+        "compile_s": p.get("compile_s"),
+        "rel_err": p.get("rel_err"),
+        "timing": timing,
+        "error": error[-1500:] if error else "",
+        "artifacts": ";".join(p.get("artifacts") or []),
+    }
+    if st.reps:
+        row["reps"] = len(st.reps)
+        row["rep_times_us"] = [round(r, 4) for r in st.reps]
+    if time_us is not None:
+        row["time_us"] = time_us
+        row["tflops"] = flops / (time_us * 1e-6) / 1e12 if flops else None
+        row["gbps"] = nbytes / (time_us * 1e-6) / 1e9 if nbytes else None
+    if decision is not None and decision.spread_pct is not None:
+        row["spread_pct"] = decision.spread_pct
+    row.update(telemetry_columns(st.telemetry))
+    if st.dispatch and len(st.dispatch[0]) > 1:
+        names = st.dispatch[-1].keys()
+        row["dispatch_us"] = {
+            n: round(sorted(d.get(n, 0.0) for d in st.dispatch)[len(st.dispatch) // 2], 4) for n in names
+        }
+    return row
+
+
+def telemetry_columns(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results columns from each rep's GPU telemetry (worker's telemetry.summarize): the SM clock per rep and
+    its mean, the clock-lowering reasons seen in any rep, the hottest temperature."""
+    clocks = [t.get("sm_clock_mhz") for t in reps]
+    if not any(clocks):
+        return {}
+    seen = [c for c in clocks if c]
+    reasons = sorted({r for t in reps for r in (t.get("throttle") or "").split(";") if r})
+    temps = [t["temp_c"] for t in reps if t.get("temp_c") is not None]
+    out: dict[str, Any] = {
+        "sm_clock_mhz": round(sum(seen) / len(seen), 1),
+        "rep_clocks_mhz": [c if c is None else round(c, 1) for c in clocks],
+        "throttle": ";".join(reasons),
+    }
+    if temps:
+        out["gpu_temp_c"] = float(max(temps))
+    return out

@@ -1,0 +1,104 @@
+"""Several environments measuring one suite with their reps interleaved in time (golden vs TOT, or golden vs
+golden for an A/A): slow drifts of the GPU fall on every stack alike."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.inputs.env import EnvSpec
+from harness.inputs.suite import Case
+from harness.run.options import RunOptions
+from harness.run.runner import lock_outputs, run_steps
+from harness.run.sidecar import sidecar_triton
+
+
+def run_interleaved(
+    runs: list[tuple[EnvSpec, Path]],
+    cases: list[Case],
+    opts: RunOptions,
+    progress: Callable[[int, str, int, int], None] | None = None,
+    suite_name: str = "",
+    warn: Callable[[str], None] | None = None,
+    locked: bool = False,
+) -> list[dict[str, int]]:
+    """Measure the same cases under several envs with their reps interleaved in time.
+
+    Each env prepares (builds, compiles, checks) its cases in turn; then the timing reps alternate: case i of
+    round r is timed under every env back to back, the order reversed every round (A B, B A, ...), so slow drifts
+    of the GPU (temperature, power, clocks over minutes) fall on all stacks alike instead of on whichever ran
+    second. One results file per env, exactly as ``run_suite`` writes it.
+    """
+    if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
+        raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
+    with ExitStack() as held:
+        if not locked:
+            held.enter_context(lock_outputs(runs, opts, suite_name))
+        return _interleave(runs, cases, opts, progress, suite_name, warn)
+
+
+def _interleave(
+    runs: list[tuple[EnvSpec, Path]],
+    cases: list[Case],
+    opts: RunOptions,
+    progress: Callable[[int, str, int, int], None] | None,
+    suite_name: str,
+    warn: Callable[[str], None] | None = None,
+) -> list[dict[str, int]]:
+    opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
+    gens = []
+    for k, (spec, out) in enumerate(runs):
+        cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
+        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True))
+    results: list[dict[str, int] | None] = [None] * len(gens)
+    paused: list[tuple[int, str] | None] = [None] * len(gens)
+
+    def advance(i: int) -> None:
+        try:
+            paused[i] = next(gens[i])
+        except StopIteration as done:
+            paused[i] = None
+            results[i] = done.value
+
+    try:
+        for i in range(len(gens)):  # phase 1 of each env, up to its first timing request
+            advance(i)
+        same = same_triton([(spec, sidecar_triton(out)) for spec, out in runs])
+        if same:
+            (warn or _warn_stderr)(same)
+        while any(p is not None for p in paused):
+            rnd = min(p[0] for p in paused if p is not None)
+            order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
+            if rnd % 2 == 0:
+                order.reverse()
+            for i in order:
+                advance(i)  # times one case (one rep), then pauses before the next
+    finally:
+        for g in gens:
+            g.close()  # an interrupted run: each generator's cleanup kills its worker
+    return [r or {} for r in results]
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"WARNING: {message}", file=sys.stderr, flush=True)
+
+
+def same_triton(runs: list[tuple[EnvSpec, dict[str, Any]]]) -> str | None:
+    """The warning for two different env specs whose workers imported the same Triton (version and folder):
+    the run would compare a stack with itself. The same spec twice is an A/A on purpose."""
+    for i, (a, ta) in enumerate(runs):
+        for b, tb in runs[i + 1 :]:
+            if a.path == b.path or not ta.get("version") or not ta.get("path"):
+                continue
+            if (ta["version"], ta["path"]) == (tb.get("version"), tb.get("path")):
+                return (
+                    f"envs {a.name} ({a.path}) and {b.name} ({b.path}) both run Triton {ta['version']} from "
+                    f"{ta['path']}: this run compares a stack with itself (an unset overlay or a venv that "
+                    "falls back to the base Triton?)"
+                )
+    return None

@@ -1,0 +1,91 @@
+"""The sidecar a run writes beside its results (``OUT.env.json``): the stack, the GPU, the method, the kernels."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.fsutil import write_text
+from harness.inputs.env import EnvSpec
+from harness.inputs.suite import Case
+from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
+from harness.run.gpu_state import gpu_state
+from harness.run.options import RunOptions, moves_inputs
+from harness.worker.timing import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
+
+#: what --launch-gap auto means in this version, recorded in the sidecar so that runs made under the older rule
+#: (the kernel's time, at most 1 ms, until 2026-11-22) are told apart by compare
+AUTO_GAP = {"factor": AUTO_GAP_FACTOR, "max_ms": AUTO_GAP_MAX_US / 1e3}
+
+
+def smi_id(info: dict[str, Any]) -> str | None:
+    """nvidia-smi's --id for the worker's GPU: its UUID (nvidia-smi's index 0 ignores CUDA_VISIBLE_DEVICES)."""
+    uuid = (info.get("gpu") or {}).get("uuid")
+    if not uuid:
+        return None
+    return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+
+
+def run_sidecar(
+    spec: EnvSpec,
+    info: dict[str, Any],
+    opts: RunOptions,
+    timing: str,
+    launches: int,
+    options: dict[str, Any],
+    cases: list[Case],
+    out: Path,
+    suite_name: str,
+) -> dict[str, Any]:
+    """Everything a results file's times depend on, and what later stages need to show its cases."""
+    gpu_timing = timing != "wallclock"
+    meta: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "env_name": spec.name,
+        "env_spec": spec.summary(),
+        "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": suite_name,
+        **{k: info.get(k) for k in ("python", "triton", "torch", "knobs", "backend", "arch")},
+        "gpu": {**info.get("gpu", {}), **({"before": gpu_state(smi_id(info))} if gpu_timing else {})},
+        "timing": timing,
+        "launches_per_rep": launches,
+        "heat_s": opts.heat_s if gpu_timing else 0.0,
+        "launch_gap": opts.launch_gap if gpu_timing else None,
+        **({"launch_gap_auto": AUTO_GAP} if opts.launch_gap == "auto" and gpu_timing else {}),
+        "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if gpu_timing else None,
+        "move_inputs": moves_inputs(opts, timing),
+        "host": options["host"],
+        "run_options": options,
+        "kernels": {c.name: c.spec.summary() for c in cases},
+    }
+    if opts.artifacts:
+        meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file
+    if not gpu_timing:
+        meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
+    return meta
+
+
+def write_sidecar(out: Path, meta: dict[str, Any]) -> None:
+    write_text(sidecar_path(out), json.dumps(meta, indent=2, default=str) + "\n")
+
+
+def update_sidecar(out: Path, **fields: Any) -> None:
+    """Add ``fields`` to OUT's sidecar (the GPU's state after the run, the parallel compile's figures)."""
+    side = sidecar_path(out)
+    meta = json.loads(side.read_text())
+    for key, value in fields.items():
+        if isinstance(value, dict) and isinstance(meta.get(key), dict):
+            meta[key].update(value)
+        else:
+            meta[key] = value
+    write_sidecar(out, meta)
+
+
+def sidecar_triton(out: Path) -> dict[str, Any]:
+    """The Triton a results file's sidecar records ({} when unreadable)."""
+    try:
+        return json.loads(sidecar_path(out).read_text()).get("triton") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}

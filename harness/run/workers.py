@@ -1,0 +1,143 @@
+"""Worker processes from the driver's side: one per environment (or per compile shard), started in the env's
+Python, asked one request at a time over stdin, answering on a dedicated pipe; killed whole on a hang."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.inputs.env import EnvSpec
+
+#: the worker, run by path with each env's interpreter
+WORKER = Path(__file__).resolve().parent.parent / "worker" / "main.py"
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class WorkerProc:
+    """One worker process in the env's Python. Requests on stdin, answers on a dedicated pipe, output to a log."""
+
+    def __init__(
+        self, spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None, mem_budget: float = 0.6
+    ):
+        self.spec, self.timing = spec, timing
+        self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
+        rfd, wfd = os.pipe()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
+        cmd += ["--mem-budget", f"{mem_budget:g}"]
+        env = spec.environ()
+        Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+        try:
+            self.proc = subprocess.Popen(
+                (wrap or []) + cmd,
+                stdin=subprocess.PIPE,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(wfd,),
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as err:
+            os.close(rfd)
+            os.close(wfd)
+            raise HarnessError(f"{spec.path}: cannot start {cmd[0]}: {err.strerror}") from None
+        os.close(wfd)
+        self._r = os.fdopen(rfd, "rb")
+        self._buf = b""
+
+    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self.tail()) from None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerTimeout(f"no answer within {timeout:g} s")
+            ready, _, _ = select.select([self._r], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(self._r.fileno(), 1 << 16)
+                if not chunk:
+                    self.proc.wait(timeout=30)
+                    raise WorkerDied(self.tail())
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        ans = json.loads(line)
+        if ans.get("worker_exits"):  # its GPU context is lost and it is exiting: callers start a fresh worker
+            self.close()
+        return ans
+
+    def tail(self, n: int = 1500) -> str:
+        self._log.flush()
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        code = self.proc.poll()
+        sig = ""
+        if code is not None and code < 0:
+            sig = f"killed by signal {signal.Signals(-code).name}; "
+        elif code:
+            sig = f"exit code {code}; "
+        body = text.strip()[-n:]
+        return (sig + body) if body else (sig + "no output").strip()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"op": "quit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self._r.close()
+        self._log.close()
+
+
+_WORKER_IDS = itertools.count()
+
+
+def start_worker(
+    spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None, mem_budget: float = 0.6
+) -> tuple[WorkerProc, dict[str, Any]]:
+    """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start."""
+    w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget)
+    try:
+        hello = w.request({"op": "hello"}, timeout=300)
+    except (WorkerDied, WorkerTimeout) as err:
+        w.kill()
+        last = str(err).strip().splitlines()[-1] if str(err).strip() else err
+        raise HarnessError(f"env {spec.name}: the worker did not start ({spec.interpreter()}): {last}") from None
+    if hello.get("status") != "ok":
+        w.kill()
+        raise HarnessError(f"env {spec.name}: {hello.get('error', 'worker failed').splitlines()[0]}")
+    return w, hello["info"]

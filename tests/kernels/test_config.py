@@ -1,0 +1,75 @@
+"""kernels/_config.py: AITER's lookup rule (buckets, per-shape files), launch options per backend, shipped files."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernels._config import ConfigError, pick_bucket, resolve, split_config
+
+
+def test_bucket_rule():
+    b = {"M_LEQ_16": 1, "M_LEQ_256": 2, "M_GEQ_4096": 3, "any": 4}
+    assert [pick_bucket(b, m) for m in (1, 16, 17, 256, 257, 4095, 4096, 10**6)] == [
+        "M_LEQ_16",
+        "M_LEQ_16",
+        "M_LEQ_256",
+        "M_LEQ_256",
+        "any",
+        "any",
+        "M_GEQ_4096",
+        "M_GEQ_4096",
+    ]
+    assert pick_bucket({"M_LEQ_16": 1}, 17) is None
+
+
+def test_resolve_specific_file_replaces_default(tmp_path):
+    (tmp_path / "sm90-X.json").write_text('{"any": {"BLOCK_SIZE_M": 64}}')
+    (tmp_path / "sm90-X-N=512-K=128.json").write_text('{"M_LEQ_32": {"BLOCK_SIZE_M": 16}, "any": {"BLOCK_SIZE_N": 8}}')
+    r = resolve("X", "sm90", 16, "N=512-K=128", directory=tmp_path)
+    assert r.config == {"BLOCK_SIZE_M": 16} and r.tuned and "N=512-K=128" in r.file
+    r = resolve("X", "sm90", 64, "N=512-K=128", directory=tmp_path)
+    assert r.config == {"BLOCK_SIZE_N": 8} and not r.tuned  # 'any' of the N/K file: not tuned, never merged
+    r = resolve("X", "sm90", 64, "N=256-K=128", directory=tmp_path, overrides={"num_warps": 8})
+    assert r.config == {"BLOCK_SIZE_M": 64, "num_warps": 8} and r.file == "sm90-X.json"
+    with pytest.raises(ConfigError, match="no default config"):
+        resolve("X", "gfx950", 1, "N=1-K=1", directory=tmp_path)
+
+
+def test_backend_only_options_never_reach_nvidia():
+    cfg = {
+        "BLOCK_SIZE_M": 64,
+        "num_warps": 8,
+        "num_stages": 2,
+        "waves_per_eu": 2,
+        "matrix_instr_nonkdim": 16,
+        "kpack": 1,
+    }
+    meta, opts = split_config(cfg, "cuda")
+    assert meta == {"BLOCK_SIZE_M": 64} and opts == {"num_warps": 8, "num_stages": 2}
+    meta, opts = split_config(cfg, "hip")
+    assert opts["waves_per_eu"] == 2 and opts["kpack"] == 1
+
+
+def test_every_shipped_config_file_parses():
+    from kernels._config import CONFIG_DIR, _read
+
+    files = sorted(CONFIG_DIR.glob("*.json"))
+    assert len(files) >= 20
+    for f in files:
+        assert _read(str(f))
+
+
+def test_buckets_on_another_parameter(tmp_path):
+    """A kernel's ConfigLookup may bucket on any parameter (attention: the sequence length S)."""
+    (tmp_path / "sm90-ATTN.json").write_text(
+        '{"S_LEQ_1024": {"BLOCK_M": 64}, "S_GEQ_8192": {"BLOCK_M": 256}, "any": {}}'
+    )
+    (tmp_path / "sm90-ATTN-D=128.json").write_text('{"S_LEQ_512": {"BLOCK_M": 32}, "any": {"BLOCK_M": 128}}')
+    assert resolve("ATTN", "sm90", 512, "D=64", "S", tmp_path).config == {"BLOCK_M": 64}
+    assert resolve("ATTN", "sm90", 16384, "", "S", tmp_path).config == {"BLOCK_M": 256}
+    assert resolve("ATTN", "sm90", 4096, "D=128", "S", tmp_path).bucket == "any"
+    with pytest.raises(ConfigError, match="buckets are on S, but this kernel looks up by M"):
+        resolve("ATTN", "sm90", 16, "", "M", tmp_path)
+    (tmp_path / "sm90-MIX.json").write_text('{"S_LEQ_1": {}, "M_LEQ_1": {}}')
+    with pytest.raises(ConfigError, match="buckets on more than one parameter"):
+        resolve("MIX", "sm90", 1, "", "M", tmp_path)
