@@ -188,6 +188,9 @@ class KernelSpec:
     #: the config of a kernel without config files, under the suite's overrides
     default_config: Mapping[str, Any] = field(default_factory=dict)
     world_size: int | str = 1
+    #: why a combination of parameters cannot be a case (e.g. H not a multiple of GQA), or None: checked when a
+    #: suite loads, so a bad combination is refused before anything runs
+    check: ParamsFn | None = None
     hooks: tuple[str, ...] = ()
     plot: Plot | None = None
     description: str = ""
@@ -204,6 +207,8 @@ class KernelSpec:
         for fn in ("flops", "bytes"):
             if not callable(getattr(self, fn)):
                 raise SpecError(f"{self.name}: {fn} must be a function of the parameters")
+        if self.check is not None and not callable(self.check):
+            raise SpecError(f"{self.name}: check must be a function of the parameters")
         if isinstance(self.peak, str) and self.peak not in PEAKS:
             raise SpecError(f"{self.name}: peak {self.peak!r} is not one of {', '.join(PEAKS)}")
         for h in self.hooks:
@@ -243,6 +248,9 @@ class KernelSpec:
                 out[p.name] = p.default
         seed = Param(SEED, "int", 0, min=0)
         out[SEED] = seed.check(given.get(SEED, 0), f"{where}: {SEED}")
+        why = self.check(out) if self.check is not None else None
+        if why:
+            raise SpecError(f"{where}: {why}")
         return out
 
     def case_id(self, params: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> str:

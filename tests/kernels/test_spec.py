@@ -94,3 +94,16 @@ def test_bad_results_of_a_formula_are_refused():
 
 def test_config_label_is_the_one_short_form():
     assert config_label({"num_warps": 4, "BLOCK_SIZE_M": 64, "PERSISTENT": 1}) == "BM64 PERSISTENT1 w4"
+
+
+def test_a_cross_parameter_check_refuses_a_combination():
+    spec = KernelSpec(
+        name="attn",
+        params=(dim("H"), dim("GQA", 1)),
+        flops=lambda p: 1.0,
+        bytes=lambda p: 1.0,
+        check=lambda p: None if p["H"] % p["GQA"] == 0 else f"H={p['H']} is not a multiple of GQA={p['GQA']}",
+    )
+    assert spec.case_params({"H": 8, "GQA": 4}, "w")["GQA"] == 4
+    with pytest.raises(SpecError, match="w: H=6 is not a multiple of GQA=4"):
+        spec.case_params({"H": 6, "GQA": 4}, "w")
