@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is first imported (as tests/test_kernels.py)
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
@@ -183,7 +184,6 @@ def test_spec_refuses_what_the_kernel_cannot_run(given, message):
 
 
 def test_make_inputs_refuses_heads_not_a_multiple_of_gqa():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
     from kernels import attention as A
 
     with pytest.raises(ValueError, match="H=6 query heads is not a multiple of GQA=4"):
@@ -263,3 +263,27 @@ def test_every_shipped_sm90_config_compiles_for_hopper_under_both_tritons():
             assert r["dynamic_shared"] + r["shared"] <= SM90_SHARED, f"{where}: does not fit shared memory"
             assert r["stack"] == 0 and r["local"] == 0, f"{where}: spills ({r['stack']} B stack, {r['local']} B local)"
             assert r["wgmma"] > 0 and r["cp_async"] > 0, f"{where}: no wgmma or no pipelined loads"
+
+
+# ------------------------------------------------------------------------------------------ vendor ops
+def test_vendor_cases_are_cases_and_its_ops_compute_the_same_attention():
+    """benchmarks/vendor/attention.py: CASES are valid parameters; on this CPU only the flash backend runs (torch
+    has a CPU flash kernel), and it matches our reference, GQA through enable_gqa included."""
+    import importlib.util
+
+    from kernels import _common as C
+    from kernels import attention as A
+
+    spec = importlib.util.spec_from_file_location("vendor_attention", ROOT / "benchmarks" / "vendor" / "attention.py")
+    V = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(V)
+    kspec = load_kernel(str(KERNEL)).spec
+    for p in V.CASES:
+        assert kspec.case_params(p, "CASES")["H"] % p["GQA"] == 0
+    assert max(p["S"] for p in V.CASES) == 16384 and {p["causal"] for p in V.CASES} == {False, True}
+    for causal in (False, True):
+        case = {"B": 1, "H": 4, "GQA": 2, "S": 40, "D": 64, "causal": causal, "dtype": "fp16"}
+        inputs = A.make_inputs(case, 3)
+        ops = V.vendor_ops(case, inputs)
+        assert "sdpa (flash)" in ops
+        assert C.rel_frobenius(ops["sdpa (flash)"](), A.reference(inputs)) <= kspec.tolerance_of(case)
