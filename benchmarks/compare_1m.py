@@ -20,11 +20,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's harness, whatever is installed
 
-from harness.results.schema import COLUMNS
-
 from harness.compare.compare import compare_files
 from harness.compare.store import write_compare
 from harness.render.markdown import render_markdown
+from harness.results.schema import COLUMNS
 
 
 def make(path: Path, n: int, seed: int, base: np.ndarray | None = None) -> np.ndarray:

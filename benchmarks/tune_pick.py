@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
-from harness.results.load import load_results
 
+from harness.results.load import load_results
 from kernels import load  # noqa: E402
 
 

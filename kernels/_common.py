@@ -337,5 +337,3 @@ def splitk_target(y: torch.Tensor, num_ksplit: int) -> tuple[torch.Tensor, tuple
 
 def splitk_finish(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return y if out is y else splitk_reduce(out, y)
-
-

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 def pick(a) -> None:
     import pandas as pd
+
     from harness.results.load import load_results
 
     df = load_results(a.results)
@@ -205,9 +206,9 @@ def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]
 def report(a) -> None:
     import numpy as np
     import pandas as pd
-    from harness.results.load import load_results
 
     from harness.compare.rule import Rule, timed_verdicts
+    from harness.results.load import load_results
 
     cases = json.loads(Path(a.cases).read_text())
     rows = []
