@@ -32,11 +32,18 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; an output is as readable as any file written here
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:

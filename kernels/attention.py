@@ -92,6 +92,7 @@ SPEC = KernelSpec(
     # (D, causal) keeps the tuned buckets of one from overwriting the other's
     config=ConfigLookup("ATTN-FWD", bucket="S", specialize=("D", "causal")),
     config_keys=("BLOCK_M", "BLOCK_N"),
+    check=lambda p: None if p["H"] % p["GQA"] == 0 else f"H={p['H']} is not a multiple of GQA={p['GQA']}",
     plot=Plot(x="S", series=("D", "causal")),
 )
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -12,6 +12,11 @@
 #                                                      placement: time vs. per-launch buffer address (placement.py)
 #                                                      safety: issue 21's refusals and warnings on a real GPU
 #                                                        (FILTER, default 10 cases): log in RESULTS/safety.txt
+#                                                      sweep: golden config sweeps of SWEEPS (suites/sweep_sm90_*)
+#                                                      pick: tune_pick.py over them into CONFIGS (a copy of
+#                                                        kernels/configs; HARNESS_CONFIG_DIR for later steps)
+#                                                      vendor: benchmarks/vendor_baseline.py (golden), FAMILIES
+#   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
@@ -27,28 +32,65 @@ mkdir -p "$R"
 # the staged wheel's tools (ptxas-blackwell, cuobjdump, ...) must be executable
 [ -d "$HARNESS_TOT_TRITON/triton/backends/nvidia/bin" ] && chmod +x "$HARNESS_TOT_TRITON"/triton/backends/nvidia/bin/* || true
 h() { python3 -m harness "$@"; }
+# a harness run cut at TIMEOUT seconds (the device's per-call limit): SIGTERM keeps what it measured (exit 143)
+hrun() { local rc=0; timeout -s TERM "${TIMEOUT:-100000}" python3 -m harness run "$@" || rc=$?; [ $rc = 0 ] || echo "harness run: exit $rc"; }
+CONFIGS=${CONFIGS:-}
+[ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
 tot_py() { PYTHONPATH="$HARNESS_TOT_TRITON${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
 stamp() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/timeline.txt"; }
 
 for step in "$@"; do
   case $step in
-    correctness)
-      stamp "correctness golden"
-      python3 benchmarks/gpu_correctness.py --out "$R/correctness-golden.txt" | tail -3 || true
-      stamp "correctness tot"
-      tot_py benchmarks/gpu_correctness.py --out "$R/correctness-tot.txt" | tail -3 || true
+    correctness)  # every case of suites/correctness.yaml (CORRECTNESS_STACKS: golden tot)
+      for s in ${CORRECTNESS_STACKS:-golden tot}; do
+        stamp "correctness $s"
+        if [ $s = golden ]; then py=python3; else py=tot_py; fi
+        $py benchmarks/gpu_correctness.py --out "$R/correctness-$s.txt" | tail -3 || true
+      done
+      ;;
+    sweep)  # golden config sweeps, resumable: SWEEPS names suites/sweep_sm90_<name>.yaml
+      for f in ${SWEEPS:-attention norms gemm scaled_mxfp4}; do
+        stamp "sweep $f start"
+        hrun --env envs/golden.yaml --suite "suites/sweep_sm90_$f.yaml" --out "$R/sweep-$f.csv" --resume \
+          --reps 1 --launches 10 --compile-jobs 16 2>&1 | tail -2
+        stamp "sweep $f end"
+      done
+      ;;
+    pick)  # the sweeps' fastest configs per bucket, over a copy of the shipped files
+      [ -n "$CONFIGS" ] || { echo "pick needs CONFIGS" >&2; exit 2; }
+      mkdir -p "$CONFIGS" && cp -n kernels/configs/*.json "$CONFIGS"/
+      python3 benchmarks/tune_pick.py "$R"/sweep-*.csv --out "$CONFIGS" --summary "$R/picked.md" | tail -40
+      export HARNESS_CONFIG_DIR=$CONFIGS
+      tar czf "$R/configs.tgz" -C "$CONFIGS" .
+      ;;
+    vendor)  # every family against torch's best path, golden stack
+      stamp "vendor baselines"
+      # shellcheck disable=SC2046 # one --family option per name
+      python3 benchmarks/vendor_baseline.py --out "$R/vendor-ratios.md" --csv "$R/vendor.csv" \
+        $(for f in ${FAMILIES:-batched_gemm attention norms gemm scaled_mxfp4}; do echo --family $f; done) | tail -5
       ;;
     suite-il)  # golden and TOT in one run, reps interleaved in time (both stacks see the same GPU state)
       stamp "run golden+tot interleaved start"
-      h run --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
+      hrun --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
         --suite "$SUITE" --resume --artifacts 2>&1 | tail -3
       stamp "run golden+tot interleaved end"
       h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
         | tee "$R/compare.txt" | tail -25
       ;;
+    three-way)  # golden, TOT and golden again in one run, reps interleaved: golden vs TOT and its A/A together
+      stamp "run golden+tot+golden interleaved start"
+      hrun --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
+        --with-env envs/golden.yaml --with-out "$R/golden-aa.csv" --suite "$SUITE" --resume --artifacts 2>&1 | tail -4
+      stamp "run golden+tot+golden interleaved end"
+      h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
+        > "$R/compare.txt" 2>&1 || true
+      h compare "$R/golden.csv" "$R/golden-aa.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
+        > "$R/compare-aa.txt" 2>&1 || true
+      grep -E "cases|regressions|improvement|nothing" "$R/compare.txt" "$R/compare-aa.txt" | head -20 || true
+      ;;
     aa-il)  # golden twice in one run, interleaved: what the rule flags here is noise
       stamp "run golden A/A interleaved start"
-      h run --env envs/golden.yaml --out "$R/golden-aa-1.csv" --with-env envs/golden.yaml \
+      hrun --env envs/golden.yaml --out "$R/golden-aa-1.csv" --with-env envs/golden.yaml \
         --with-out "$R/golden-aa-2.csv" --suite "$SUITE" --resume 2>&1 | tail -3
       stamp "run golden A/A interleaved end"
       h compare "$R/golden-aa-1.csv" "$R/golden-aa-2.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
@@ -197,7 +239,7 @@ PY
   esac
 done
 if [ -n "${OUT:-}" ]; then  # the device tool brings back at most 8 files of 16 MiB
-  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' "$R"
+  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' --exclude='*.journal.jsonl' "$R"
   tar czf "$OUT/logs.tgz" "$R"/*.logs 2>/dev/null || true
   for s in golden tot; do
     [ -d "$R/$s.artifacts" ] && tar cJf "$OUT/artifacts-$s.txz" -C "$R" "$s.artifacts"

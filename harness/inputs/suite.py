@@ -40,7 +40,7 @@ from kernels._config import (
     unknown_config_keys,
 )
 
-TOP_KEYS = ("name", "defaults", "entries")
+TOP_KEYS = ("name", "include", "defaults", "entries")
 #: entry keys that are not parameters
 RESERVED = ("kernel", "zip", "config")
 
@@ -301,16 +301,31 @@ def _read_yaml(p: Path) -> Any:
 
 
 def _check_top(data: Any, p: Path) -> dict[str, Any]:
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+    has_include = isinstance(data, dict) and "include" in data
+    if not isinstance(data, dict) or not isinstance(data.get("entries", [] if has_include else None), list):
         raise HarnessError(f"{p}: expected a mapping with an 'entries' list")
     for key in data:
         if key not in TOP_KEYS:
             raise unknown_key(str(p), key, TOP_KEYS)
     if not isinstance(data.get("name", ""), str):
         raise HarnessError(f"{p}: name: expected a string, got {data['name']!r}")
-    if not data["entries"]:
+    if not data.get("entries") and not has_include:
         raise HarnessError(f"{p}: entries: empty (no cases)")
     return _mapping(data.get("defaults"), f"{p}: defaults", "fields to values")
+
+
+def _included(data: dict[str, Any], p: Path, seen: tuple[Path, ...]) -> list[Case]:
+    """The cases of the suites an ``include:`` list names (paths relative to this suite), in order."""
+    names = data.get("include", [])
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise HarnessError(f"{p}: include: expected a list of suite files")
+    cases: list[Case] = []
+    for name in names:
+        q = (p.parent / name).resolve()
+        if q in seen:
+            raise HarnessError(f"{p}: include: {name} includes itself")
+        cases += _load(q, (*seen, q))
+    return cases
 
 
 def _check_defaults(defaults: dict[str, Any], kernels: list[Kernel], where: str) -> None:
@@ -329,19 +344,24 @@ def load_suite(path: str | Path) -> list[Case]:
     """The cases of a suite file, after checking everything in it (and its kernels' config files) against what
     the kernels declare: anything wrong is a HarnessError naming the file, entry and key, before anything runs."""
     p = Path(path)
+    cases = _load(p, (p.resolve(),))
+    kernels = list({c.kernel.source: c.kernel for c in cases}.values())
+    check_config_files(kernels)
+    _check_unique(cases, kernels, p)
+    return cases
+
+
+def _load(p: Path, seen: tuple[Path, ...]) -> list[Case]:
     data = _read_yaml(p)
     defaults = _check_top(data, p)
+    cases = _included(data, p, seen) if "include" in data else []
     base = p.resolve().parent
     cache: dict[str, Kernel] = {}
     if "kernel" in defaults:
         _kernels(defaults["kernel"], f"{p}: defaults", base, cache)
-    cases: list[Case] = []
-    for i, entry in enumerate(data["entries"]):
+    for i, entry in enumerate(data.get("entries") or []):
         cases += expand_entry(entry, defaults, f"{p}: entries[{i}]", base, cache)
-    kernels = list({k.source: k for k in cache.values()}.values())
-    _check_defaults(defaults, kernels, f"{p}: defaults")
-    check_config_files(kernels)
-    _check_unique(cases, kernels, p)
+    _check_defaults(defaults, list({k.source: k for k in cache.values()}.values()), f"{p}: defaults")
     return cases
 
 

@@ -167,34 +167,66 @@ def _scatter_panel(ax, dk: pd.DataFrame, kernel: str, style: dict) -> None:  # n
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5), ncol=ncol, title="config", title_fontsize=7)
 
 
-def plot_family(run: Run, kernel: str, plot: dict, peaks: dict[str, float]) -> bytes | None:
-    """One kernel as its SPEC's ``plot`` asks: ``y`` (TFLOPS, GB/s or µs) against parameter ``x``, one line per
-    value of the ``series`` parameters; memory-bound kernels get the HBM bandwidth as a line. None: no data."""
+def plot_family(runs: list[Run], kernel: str, plot: dict, peaks: dict[str, float]) -> bytes | None:
+    """One kernel as its SPEC's ``plot`` asks: ``y`` (TFLOPS, GB/s or µs) against parameter ``x``, one colour per
+    value of the ``series`` parameters and one line style per run (golden dashed, TOT solid); memory-bound kernels
+    get the HBM bandwidth as a line. None: no timed case to draw."""
     import matplotlib.pyplot as plt
 
-    d = timed(run.df[run.df["kernel"] == kernel])
-    if d.empty:
-        return None
-    p = params_frame(d)
-    x, series = plot.get("x"), [s for s in plot.get("series") or [] if s in p.columns]
-    if x not in p.columns:
-        return None
-    y = plot.get("y") or ("gbps" if (d.get("peak", pd.Series(dtype=str)).astype(str) == "memory").all() else "tflops")
-    d = d.assign(_x=p[x].astype(float), _s=p[series].astype(str).agg(" ".join, axis=1) if series else "")
     fig, ax = plt.subplots(figsize=(9, 4.8))
-    for label, g in d.groupby("_s"):
-        g = g.groupby("_x")[y].max()  # several configs or dtypes at one x: the best
-        name = " ".join(f"{s}={v}" for s, v in zip(series, str(label).split(" "))) if series else kernel
-        ax.plot(g.index, g.values, marker="o", ms=4, lw=1.2, label=name)
+    colors, styles, drawn = plt.get_cmap("tab10"), ["--", "-", ":", "-."], 0
+    series_names: list[str] = []
+    y = plot.get("y") or ""
+    for ri, run in enumerate(runs):
+        lines = _family_lines(run, kernel, plot)
+        for label, (yname, g) in lines.items():
+            y = y or yname
+            if label not in series_names:
+                series_names.append(label)
+            c = colors(series_names.index(label) % 10)
+            ax.plot(
+                g.index,
+                g.values,
+                marker="o",
+                ms=3.5,
+                lw=1.2,
+                ls=styles[ri % 4],
+                color=c,
+                label=f"{label} · {run.label}",
+            )
+            drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
     if y == "gbps" and peaks.get("hbm_tbs"):
         ax.axhline(peaks["hbm_tbs"] * 1000, color="black", ls=":", lw=1, label=f"HBM {peaks['hbm_tbs']:g} TB/s")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(x)
+    ax.set_xlabel(plot["x"])
     ax.set_ylabel({"tflops": "TFLOPS", "gbps": "GB/s", "time_us": "µs"}.get(y, y))
-    ax.set_title(f"{short_name(kernel)} · {run.label}")
+    ax.set_title(f"{short_name(kernel)}: {ax.get_ylabel()} vs {plot['x']}")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, ncol=2)
     return _png(fig)
+
+
+def _family_lines(run: Run, kernel: str, plot: dict) -> dict[str, tuple[str, pd.Series]]:
+    """{series label: (y column, y by x)} of one run's timed cases of ``kernel`` (several configs or dtypes at one
+    x: the best)."""
+    d = timed(run.df[run.df["kernel"] == kernel])
+    p = params_frame(d)
+    x = plot.get("x")
+    if d.empty or x not in p.columns:
+        return {}
+    series = [s for s in plot.get("series") or [] if s in p.columns]
+    memory = (d.get("peak", pd.Series(dtype=str)).astype(str) == "memory").all()
+    y = plot.get("y") or ("gbps" if memory else "tflops")
+    keys = p[series].astype(str).agg(" ".join, axis=1) if series else pd.Series("", index=d.index)
+    d = d.assign(_x=p[x].astype(float), _s=keys)
+    out = {}
+    for key, g in d.groupby("_s"):
+        label = " ".join(f"{s}={v}" for s, v in zip(series, str(key).split(" "))) if series else kernel
+        out[label] = (y, g.groupby("_x")[y].max())
+    return out
 
 
 def plot_dispatch(table: pd.DataFrame) -> bytes:

@@ -134,14 +134,14 @@ def _roofline_section(page: Page, runs: list[Run], peaks: dict[str, float], gpu_
 
 
 def _family_sections(page: Page, runs: list[Run], peaks: dict[str, float]) -> None:
-    """Each kernel drawn as its SPEC's plot hint asks, one figure per (run, kernel)."""
+    """Each kernel drawn as its SPEC's plot hint asks, every run in one figure."""
     figures = []
-    for i, run in enumerate(runs):
-        for j, kernel in enumerate(sorted(run.df["kernel"].unique())):
-            hint = run.kernel(kernel).get("plot")
-            png = plots.plot_family(run, kernel, hint, peaks) if hint else None
-            if png is not None:
-                figures.append(page.figure(f"family-{i}-{j}.png", png, f"{kernel} by {hint['x']}"))
+    kernels = sorted({k for r in runs for k in r.df["kernel"].unique()})
+    for j, kernel in enumerate(kernels):
+        hint = next((h for r in runs if (h := r.kernel(kernel).get("plot"))), None)
+        png = plots.plot_family(runs, kernel, hint, peaks) if hint else None
+        if png is not None:
+            figures.append(page.figure(f"family-{j}.png", png, f"{kernel} by {hint['x']}"))
     if figures:
         page.section("families", "Kernel families by parameter", "".join(figures))
 
