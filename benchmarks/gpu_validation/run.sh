@@ -32,8 +32,14 @@ mkdir -p "$R"
 # the staged wheel's tools (ptxas-blackwell, cuobjdump, ...) must be executable
 [ -d "$HARNESS_TOT_TRITON/triton/backends/nvidia/bin" ] && chmod +x "$HARNESS_TOT_TRITON"/triton/backends/nvidia/bin/* || true
 h() { python3 -m harness "$@"; }
-# a harness run cut at TIMEOUT seconds (the device's per-call limit): SIGTERM keeps what it measured (exit 143)
-hrun() { local rc=0; timeout -s TERM "${TIMEOUT:-100000}" python3 -m harness run "$@" || rc=$?; [ $rc = 0 ] || echo "harness run: exit $rc"; }
+# a harness run cut at TIMEOUT seconds, or at the epoch second DEADLINE (the device's per-call limit): SIGTERM keeps
+# what it measured (exit 143) and a later call resumes it
+hrun() {
+  local rc=0 t=${TIMEOUT:-100000}
+  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness run: no time left"; return 0; }; }
+  timeout -s TERM "$t" python3 -m harness run "$@" || rc=$?
+  [ $rc = 0 ] || echo "harness run: exit $rc"
+}
 CONFIGS=${CONFIGS:-}
 [ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
 tot_py() { PYTHONPATH="$HARNESS_TOT_TRITON${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
@@ -239,7 +245,7 @@ PY
   esac
 done
 if [ -n "${OUT:-}" ]; then  # the device tool brings back at most 8 files of 16 MiB
-  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' --exclude='*.journal.jsonl' "$R"
+  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' "$R"
   tar czf "$OUT/logs.tgz" "$R"/*.logs 2>/dev/null || true
   for s in golden tot; do
     [ -d "$R/$s.artifacts" ] && tar cJf "$OUT/artifacts-$s.txz" -C "$R" "$s.artifacts"
