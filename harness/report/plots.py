@@ -220,11 +220,12 @@ def _family_lines(run: Run, kernel: str, plot: dict) -> dict[str, tuple[str, pd.
     series = [s for s in plot.get("series") or [] if s in p.columns]
     memory = (d.get("peak", pd.Series(dtype=str)).astype(str) == "memory").all()
     y = plot.get("y") or ("gbps" if memory else "tflops")
-    keys = p[series].astype(str).agg(" ".join, axis=1) if series else pd.Series("", index=d.index)
-    d = d.assign(_x=p[x].astype(float), _s=keys)
+    d = d.assign(_x=p[x].astype(float), **{f"_p_{s}": p[s] for s in series})
+    groups = d.groupby([f"_p_{s}" for s in series], sort=True) if series else [((), d)]  # M=1024 before 4096
     out = {}
-    for key, g in d.groupby("_s"):
-        label = " ".join(f"{s}={v}" for s, v in zip(series, str(key).split(" "))) if series else kernel
+    for key, g in groups:
+        values = key if isinstance(key, tuple) else (key,)
+        label = " ".join(f"{s}={v}" for s, v in zip(series, values)) if series else kernel
         out[label] = (y, g.groupby("_x")[y].max())
     return out
 
