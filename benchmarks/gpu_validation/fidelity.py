@@ -59,10 +59,7 @@ def pick(a) -> None:
             {
                 "kernel": r.kernel,
                 "case_id": r.case_id,
-                "B": int(r.B),
-                "M": int(r.M),
-                "N": int(r.N),
-                "K": int(r.K),
+                "params": json.loads(r.params),
                 "config": json.loads(r.config),
                 # kernels one op launches (QUANT_PASS, split-K: 2): ncu reports each, the op's time is their sum
                 "dispatches": len(json.loads(r.dispatch_us)) if str(r.dispatch_us).startswith("{") else 1,
@@ -75,13 +72,14 @@ def pick(a) -> None:
 def _prepared(cases):
     import torch
 
+    from harness.inputs.kernel import load_kernel
+    from harness.worker.cases import load_kernel as import_kernel
     from kernels import _common as C
-    from kernels import load
 
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     for c in cases:
-        k = load(c["kernel"])
-        inputs = k.make_inputs(c, 0)
+        k = import_kernel(load_kernel(c["kernel"]).source, str(ROOT))
+        inputs = k.make_inputs(c["params"], 0)
         yield c, (lambda k=k, inputs=inputs, cfg=c["config"]: k.launch(inputs, cfg)), flush, C
 
 
@@ -105,9 +103,7 @@ def dobench(a) -> None:
     out = {}
     for c, op, _, _ in _prepared(cases):
         op()
-        out[f"{c['kernel']}/{c['case_id']}"] = 1e3 * triton.testing.do_bench(
-            op, warmup=25, rep=100, return_mode="median"
-        )
+        out[f"{c.key}"] = 1e3 * triton.testing.do_bench(op, warmup=25, rep=100, return_mode="median")
     Path(a.out).write_text(json.dumps(out, indent=1))
 
 
@@ -118,10 +114,10 @@ def gap(a) -> None:
 
     import torch
 
-    from harness.worker.session import Worker
+    from harness.worker.session import Session
     from harness.worker.timing import FLUSH_NAME, attribute_dispatches, kernel_events
 
-    w = Worker(str(ROOT), "cupti", 0.5)
+    w = Session(str(ROOT), "cupti", 0.5)
     cases = json.loads(Path(a.cases).read_text())
     idles = [float(v) for v in a.idle_ms.split(",")]
     out = {}
@@ -132,7 +128,7 @@ def gap(a) -> None:
         for idle in idles:
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
                 for _ in range(a.reps):
-                    w._flush()
+                    w.timer.flush()
                     torch.cuda.synchronize()
                     if idle:
                         time.sleep(idle / 1e3)
@@ -140,7 +136,7 @@ def gap(a) -> None:
                 torch.cuda.synchronize()
             times, _ = attribute_dispatches(kernel_events(prof), FLUSH_NAME, a.reps)
             row[f"{idle:g}"] = statistics.median(times)
-        out[f"{c['kernel']}/{c['case_id']}"] = row
+        out[f"{c.key}"] = row
         print(c["case_id"], row, flush=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
 
@@ -198,7 +194,7 @@ def parse_ncu(path: str, cases: list[dict], reps: int) -> dict[str, list[float]]
     for c in cases:
         k = c.get("dispatches", 1)
         ops = [sum(times[i + j * k : i + (j + 1) * k]) for j in range(1 + reps)]
-        out[f"{c['kernel']}/{c['case_id']}"] = ops[1:]
+        out[f"{c.key}"] = ops[1:]
         i += (1 + reps) * k
     return out
 
@@ -221,7 +217,7 @@ def report(a) -> None:
         db = json.loads(Path(db_f).read_text())
         per_stack[name] = {}
         for c in cases:
-            key = f"{c['kernel']}/{c['case_id']}"
+            key = f"{c.key}"
             h = float(res.loc[(c["kernel"], c["case_id"]), "time_us"])
             n = statistics.median(ncu[key])
             per_stack[name][key] = (h, n)

@@ -33,8 +33,9 @@ def main() -> None:
     import torch
 
     from harness.inputs.suite import load_suite, select
+    from harness.run.cases import worker_case
     from harness.worker.placement import launch_plan, rehomed, shuffled
-    from harness.worker.session import Worker
+    from harness.worker.session import Session
     from harness.worker.timing import auto_idle_s, auto_launches
     from kernels import batched_gemm_a8w8_prequant as pq
 
@@ -47,26 +48,27 @@ def main() -> None:
         return xq, s
 
     pq.quantize_x = recording
-    w = Worker(str(ROOT), "cupti", 0.6)
+    w = Session(str(ROOT), "cupti", 0.6)
     rng = random.Random(0)
     out = {"gpu": w.hello()["gpu"], "every": a.every, "warm": a.warm, "cases": []}
     for c in select(load_suite(Path(a.suite)), None, a.filter):
-        p = w.prepare(c, check=False)
+        req = worker_case(c)
+        p = w.prepare(req, check=False)
         if p["status"] != "ok":
-            print(c["case_id"], p["status"], p.get("error", "")[:300])
+            print(c.case_id, p["status"], p.get("error", "")[:300])
             continue
-        e = w.prepared[w._key(c)]
+        e = w.prepared[w.key(req)]
         ptrs: list[tuple[int, int, float]] = []
 
         def launch(e=e, ptrs=ptrs):  # noqa: ANN001, ANN202
-            ptrs.append((e["inputs"]["x"].data_ptr(), e["inputs"]["w"].data_ptr(), time.perf_counter()))
-            return e["kernel"].launch(e["inputs"], e["config"])
+            ptrs.append((e.inputs["x"].data_ptr(), e.inputs["w"].data_ptr(), time.perf_counter()))
+            return e.kernel.launch(e.inputs, e.config)
 
         def empty(nbytes: int):  # noqa: ANN202
             return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
         def rehome(e=e) -> None:  # noqa: ANN001
-            e["inputs"] = rehomed(e["inputs"], empty, rng)
+            e.inputs = rehomed(e.inputs, empty, rng)
 
         op = shuffled(launch, empty, rng)
         for _ in range(3):
@@ -85,7 +87,7 @@ def main() -> None:
         for r in range(a.reps):
             ptrs.clear()
             xq_seen.clear()
-            samples, disp = w._time_cupti(op, n, idle, None, rehome if every else None, every, a.warm)
+            samples, disp = w.timer.cupti(op, n, idle, None, rehome if every else None, every, a.warm)
             timed = [i for i, (_, t) in enumerate(plan) if t]
             launches = [
                 {
@@ -101,9 +103,9 @@ def main() -> None:
             reps.append({"rep": r, "median_us": round(statistics.median(samples), 2), "launches": launches})
             fast = min(samples)
             slow = sum(us > 1.01 * fast for us in samples)
-            print(f"{c['case_id']} rep {r:2d} median {statistics.median(samples):9.2f} min {fast:9.2f} "
+            print(f"{c.case_id} rep {r:2d} median {statistics.median(samples):9.2f} min {fast:9.2f} "
                   f"max {max(samples):9.2f} launches >1% over min: {slow}/{len(samples)}", flush=True)  # fmt: skip
-        out["cases"].append({"case": f"{c['kernel']}/{c['case_id']}", "n": n, "every": every, "reps": reps})
+        out["cases"].append({"case": f"{c.key}", "n": n, "every": every, "reps": reps})
         del e, op
         w.prepared.clear()
         torch.cuda.empty_cache()

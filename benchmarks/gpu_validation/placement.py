@@ -32,7 +32,8 @@ def main() -> None:
     import torch
 
     from harness.inputs.suite import load_suite, select
-    from harness.worker.session import Worker
+    from harness.run.cases import worker_case
+    from harness.worker.session import Session
     from harness.worker.timing import FLUSH_NAME, attribute_dispatches, kernel_events
     from kernels import batched_gemm_a8w8_prequant as pq
 
@@ -45,16 +46,17 @@ def main() -> None:
         return xq, s
 
     pq.quantize_x = recording
-    w = Worker(str(ROOT), "cupti", 0.6)
+    w = Session(str(ROOT), "cupti", 0.6)
     rng = random.Random(0)
     out = {"gpu": w.hello()["gpu"], "cases": []}
     for c in select(load_suite(Path(a.suite)), None, a.filter):
-        p = w.prepare(c, check=False)
+        req = worker_case(c)
+        p = w.prepare(req, check=False)
         if p["status"] != "ok":
-            print(c["case_id"], p["status"], p.get("error", "")[:300])
+            print(c.case_id, p["status"], p.get("error", "")[:300])
             continue
-        e = w.prepared[w._key(c)]
-        op = lambda e=e: e["kernel"].launch(e["inputs"], e["config"])  # noqa: E731
+        e = w.prepared[w.key(req)]
+        op = lambda e=e: e.kernel.launch(e.inputs, e.config)  # noqa: E731
         for _ in range(3):
             op()
         torch.cuda.synchronize()
@@ -72,7 +74,7 @@ def main() -> None:
             seen.clear()
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
                 for _ in range(a.launches):
-                    w._flush()
+                    w.timer.flush()
                     torch.cuda.synchronize()
                     time.sleep(idle)
                     op()
@@ -89,9 +91,9 @@ def main() -> None:
                 "distinct_ptrs_in_rep": len(set(seen)),
             }
             reps.append(rep)
-            print(c["case_id"], r, rep["dispatch_us"], rep["xq_ptr"], rep["s_ptr"], flush=True)
+            print(c.case_id, r, rep["dispatch_us"], rep["xq_ptr"], rep["s_ptr"], flush=True)
         gemm = [v for r in reps for k, v in r["dispatch_us"].items() if "persistent" in k or k.startswith("1:")]
-        out["cases"].append({"case": f"{c['kernel']}/{c['case_id']}", "config": e["config"], "reps": reps})
+        out["cases"].append({"case": f"{c.key}", "config": e.config, "reps": reps})
         if gemm:
             print(f"GEMM median {statistics.median(gemm):.1f} min {min(gemm):.1f} max {max(gemm):.1f}", flush=True)
     Path(a.out).write_text(json.dumps(out, indent=1))

@@ -50,12 +50,13 @@ def main() -> None:
 
     import torch
 
-    from harness import gpu_telemetry as gt
     from harness.inputs.suite import load_suite, select
-    from harness.worker.session import Worker
+    from harness.run.cases import worker_case
+    from harness.worker import telemetry as gt
+    from harness.worker.session import Session
     from harness.worker.timing import FLUSH_NAME, attribute_dispatches, auto_idle_s, kernel_events
 
-    w = Worker(str(ROOT), "cupti", 0.6)
+    w = Session(str(ROOT), "cupti", 0.6)
     dev = w.nvml()
     if dev is None:
         sys.exit("NVML not available: nothing to trace")
@@ -75,12 +76,13 @@ def main() -> None:
     cases = select(load_suite(Path(a.suite)), None, a.filter)
     prepared = []
     for c in cases:
-        p = w.prepare(c, check=False)
+        req = worker_case(c)
+        p = w.prepare(req, check=False)
         if p["status"] != "ok":
-            print(c["case_id"], p["status"], p.get("error", "")[:200])
+            print(c.case_id, p["status"], p.get("error", "")[:200])
             continue
-        e = w.prepared[w._key(c)]
-        op = lambda e=e: e["kernel"].launch(e["inputs"], e["config"])  # noqa: E731
+        e = w.prepared[w.key(req)]
+        op = lambda e=e: e.kernel.launch(e.inputs, e.config)  # noqa: E731
         op()
         torch.cuda.synchronize()
         t = time.perf_counter()
@@ -109,7 +111,7 @@ def main() -> None:
                 waited = 0.0
                 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
                     for _ in range(a.launches):
-                        w._flush()
+                        w.timer.flush()
                         if idle:
                             torch.cuda.synchronize()
                             state["busy"] = False
@@ -125,7 +127,7 @@ def main() -> None:
                 s = gt.summarize(busy)
                 run = {
                     "round": rnd,
-                    "case": f"{c['kernel']}/{c['case_id']}",
+                    "case": f"{c.key}",
                     "mode": mode,
                     "median_us": statistics.median(times),
                     "times_us": [round(x, 2) for x in times],
