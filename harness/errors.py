@@ -27,4 +27,10 @@ def unknown_key(where: str, key: str, known: Iterable[str], what: str = "key") -
     """``where: unknown key 'dtpye' (did you mean 'dtype'?)``; lists the known keys when none is close."""
     known = sorted(known)
     hint = did_you_mean(key, known) or f" (known: {', '.join(known)})"
-    return HarnessError(f"{where}: unknown {what} '{key}'{hint}")
+    return HarnessError(f"{where}: unknown {what} {quoted(key)}{hint}")
+
+
+def quoted(text: object) -> str:
+    """``'text'``, or its escaped form where it holds a newline or another character that would break the line."""
+    text = str(text)
+    return f"'{text}'" if text.isprintable() else repr(text)

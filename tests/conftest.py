@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+# the tests run on the CPU: Triton's interpreter, set before any test imports a kernel (kernels._common reads it
+# once, at import); tests that compile for a real GPU target do it in a subprocess without it
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 if str(ROOT) not in sys.path:

@@ -6,13 +6,11 @@ import json
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 
 from harness.compare.compare import compare_files, worst_first
-from harness.compare.store import load_compare, write_compare
 from harness.errors import HarnessError
-from harness.render.markdown import GITHUB_LIMIT, MARKER, render_markdown
+from harness.render.markdown import MARKER
 from tests.conftest import DATA, HEADER
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
@@ -71,32 +69,6 @@ def test_rule_parameters_apply():
     assert v[("bf16", "d")] == "regression"  # no floor any more
 
 
-def test_write_and_reload(tmp_path):
-    cmp = compare_files(G, T)
-    out = write_compare(cmp, tmp_path / "c.csv")
-    meta = json.loads((tmp_path / "c.csv.meta.json").read_text())
-    assert meta["rule"] == {"rel": 1.005, "abs_us": 0.5, "min_golden_us": 4.0}
-    assert meta["counts"]["regression"] == 1
-    back = load_compare(out)
-    assert back.counts() == cmp.counts()
-    cols = list(pd.read_csv(out).columns)
-    for c in (
-        "kernel",
-        "case_id",
-        "params",
-        "dtype",
-        "golden_us",
-        "tot_us",
-        "delta_us",
-        "delta_pct",
-        "limit_us",
-        "verdict",
-        "flops",
-        "peak",
-    ):
-        assert c in cols
-
-
 def test_no_common_cases(write):
     a = write("a.csv", HEADER + "k,a,1,1,1,1,bf16,5,ok,,\n")
     b = write("b.csv", HEADER + "other,z,1,1,1,1,bf16,5,ok,,\n")
@@ -118,39 +90,6 @@ def test_partial_overlap_warns(write):
     )
     cmp = compare_files(a, b)
     assert cmp.warnings and "only 1 of 10" in cmp.warnings[0]
-
-
-def test_markdown_layout():
-    cmp = compare_files(G, T)
-    md = render_markdown(cmp)
-    assert md.startswith(MARKER + "\n")
-    assert "1 regressions, 1 TOT failures" in md
-    assert md.index("### Regressions and TOT failures") < md.index("<details><summary>All other cases")
-    assert "| bf16 | b | bf16 | 11.60 | 12.30 | +6.0 | 12.16 | **regression** |" in md
-    assert "1.005 x golden + 0.5 us" in md
-
-
-def test_markdown_truncates_under_github_limit():
-    n = 5000
-    t = pd.DataFrame(
-        {
-            "kernel": ["k"] * n,
-            "case_id": [f"case_{i:05d}_long_name" for i in range(n)],
-            "golden_us": 10.0,
-            "tot_us": [20.0 if i % 2 else 10.0 for i in range(n)],
-        }
-    )
-    from harness.compare.compare import Comparison, compare_frames
-    from harness.compare.rule import Rule
-
-    g = t.rename(columns={"golden_us": "time_us"}).drop(columns="tot_us").assign(status="ok")
-    tt = t.rename(columns={"tot_us": "time_us"}).drop(columns="golden_us").assign(status="ok")
-    table, _ = compare_frames(g, tt, Rule())
-    md = render_markdown(Comparison(table=table, rule=Rule()), artifact="artifact compare.csv")
-    assert len(md) <= GITHUB_LIMIT
-    assert "Truncated to fit GitHub's 65,536-character comment limit" in md
-    assert "artifact compare.csv" in md
-    assert md.startswith(MARKER)
 
 
 def test_cli_exit_codes(tmp_path):
@@ -187,18 +126,6 @@ def test_cli_bad_csv_row(write):
     assert r.stderr.strip() == f"harness: error: {bad}: line 2: column 'time_us' time is not a number: 'abc'"
 
 
-def test_overlapping_rep_ranges_are_noted_not_overruled():
-    from harness.compare.notes import overlap_note
-
-    # TOT's fastest rep beats golden's slowest: the rule still says regression, the note says it may be noise
-    assert overlap_note("[2865.0, 3001.1, 3030.5]", "[2866.0, 3099.1, 3075.0]", regression=True).startswith(
-        "rep ranges overlap (golden 2865-3030, TOT 2866-3099 us)"
-    )
-    assert overlap_note("[100.0, 100.2, 100.1]", "[110.0, 110.5, 110.2]", regression=True) == ""
-    assert overlap_note("[110.0, 110.5]", "[100.0, 111.0]", regression=False) != ""  # improvement, overlapping
-    assert overlap_note("", "[1, 2]", regression=True) == "" and overlap_note("[1]", "[1, 2]", True) == ""
-
-
 def test_overlap_note_reaches_the_table(write):
     cols = "kernel,case_id,B,M,N,K,dtype,time_us,status,rep_times_us\n"
     g = write(
@@ -212,31 +139,6 @@ def test_overlap_note_reaches_the_table(write):
     table = compare_files(g, t).table.set_index("case_id")
     assert list(table["verdict"]) == ["regression", "regression"]
     assert table.loc["a", "note"].startswith("rep ranges overlap") and table.loc["b", "note"] == ""
-
-
-def test_different_measurement_methods_warn():
-    from harness.compare.notes import method_differences
-
-    g = {"timing": "cupti", "launch_gap": "auto", "heat_s": 5.0, "gpu": {"name": "NVIDIA H100 80GB HBM3"}}
-    assert method_differences(g, dict(g)) == []
-    t = {**g, "launch_gap": "0.0", "gpu": {"name": "NVIDIA H200"}}
-    w = method_differences(g, t)
-    assert any("launch_gap 'auto' vs '0.0'" in x for x in w) and any("different GPUs" in x for x in w)
-    assert method_differences(g, {"timing": "cupti"}) == [], "a setting one sidecar lacks is not compared"
-    new = {**g, "launch_gap_auto": {"factor": 2.0, "max_ms": 10.0}}
-    assert any("launch_gap_auto" in x for x in method_differences(new, {**new, "launch_gap_auto": {"max_ms": 1.0}}))
-
-
-def test_clock_note_only_when_the_clock_moved_with_the_time():
-    from harness.compare.notes import clock_note
-
-    # TOT 2 % slower and its SM clock 2 % lower: noted
-    assert clock_note(1980.0, 1941.0, 2.0) == "NVML SM clock 1980 -> 1941 MHz (-2.0 %)"
-    assert clock_note(1900.0, 1980.0, -3.0).startswith("NVML SM clock 1900 -> 1980 MHz (+4.2 %)")
-    assert clock_note(1980.0, 1980.0, 5.0) == "", "same clock: the delta is the kernel's"
-    assert clock_note(1980.0, 1960.0, 8.0) == "", "a 1 % clock change does not explain 8 %"
-    assert clock_note(1941.0, 1980.0, 2.0) == "", "TOT ran faster clocks yet slower: not the clock"
-    assert clock_note(float("nan"), 1980.0, 2.0) == "" and clock_note(1980.0, 1941.0, float("nan")) == ""
 
 
 def test_clock_note_reaches_the_table(write):
@@ -302,42 +204,3 @@ def test_skipped_in_tot_alone_passes_the_gate_but_is_listed(write, capsys):
     assert ex.value.code == 0
     out = capsys.readouterr().out
     assert "skipped_in_tot" in out and "lost" in out
-
-
-def test_old_compare_files_load_and_their_skips_are_relabelled(tmp_path):
-    # files written before the skip verdicts called a skipped side failed_in_*
-    old = tmp_path / "old.csv"
-    old.write_text(
-        "kernel,case_id,golden_us,tot_us,verdict,golden_status,tot_status,note\n"
-        "k,a,,10.0,failed_in_golden,skipped,ok,golden skipped: needs Triton >= 3.9\n"
-        "k,b,10.0,,failed_in_tot,ok,skipped,TOT skipped: x\n"
-        "k,c,,,failed_in_both,skipped,skipped,\n"
-        "k,d,,,failed_in_both,skipped,timeout,\n"
-        "k,e,,10.0,failed_in_golden,compile_error,ok,\n"
-        "k,f,10.0,10.1,ok,ok,ok,\n"
-    )
-    v = load_compare(old).table.set_index("case_id")["verdict"].to_dict()
-    assert v == {
-        "a": "skipped_in_golden",
-        "b": "skipped_in_tot",
-        "c": "skipped_in_both",
-        "d": "failed_in_both",
-        "e": "failed_in_golden",
-        "f": "ok",
-    }
-
-
-@pytest.mark.parametrize(
-    "path", sorted((DATA.parents[1] / "reports").glob("*/compare*.csv")), ids=lambda p: p.parent.name + "/" + p.name
-)
-def test_committed_compare_files_still_load(path):
-    cmp = load_compare(path)
-    assert sum(cmp.counts().values()) == len(cmp.table) > 0
-    assert list(cmp.table["verdict"]) == list(pd.read_csv(path)["verdict"]), "no skip in them: nothing relabelled"
-
-
-def test_unknown_verdict_in_a_compare_file_is_one_line(tmp_path):
-    p = tmp_path / "c.csv"
-    p.write_text("kernel,case_id,golden_us,tot_us,verdict\nk,a,1,1,skiped_in_tot\n")
-    with pytest.raises(HarnessError, match=r"line 2: unknown verdict 'skiped_in_tot'"):
-        load_compare(p)

@@ -185,87 +185,6 @@ def test_refuses_to_overwrite_and_bad_env(tmp_path):
     assert r.returncode == 2 and "--launch-gap 'soon'" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
-    """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
-    the order reversed each round; each env still writes its own complete results file."""
-    from harness.inputs.env import load_env_spec
-    from harness.inputs.suite import load_suite
-    from harness.run.interleave import run_interleaved
-    from harness.run.options import RunOptions
-    from harness.run.workers import WorkerProc
-
-    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
-    suite = tmp_path / "s.yaml"
-    suite.write_text(
-        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
-        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16, 32]\n"
-    )
-    log: list[tuple[str, str, str]] = []
-    real = WorkerProc.request
-
-    def spy(self, obj, timeout):
-        ans = real(self, obj, timeout)
-        if obj["op"] in ("prepare", "time"):
-            log.append((self.log_name, obj["op"], obj["case"]["case_id"]))
-        return ans
-
-    monkeypatch.setattr(WorkerProc, "request", spy)
-    real_init = WorkerProc.__init__
-
-    def init(self, spec, timing, log_dir, *a, **kw):
-        real_init(self, spec, timing, log_dir, *a, **kw)
-        self.log_name = str(log_dir)
-
-    monkeypatch.setattr(WorkerProc, "__init__", init)
-    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
-    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    counts = run_interleaved([(spec, a), (spec, b)], load_suite(suite), RunOptions(launches=1, heat_s=0))
-    # wallclock on the interpreter with 1 launch a rep: a case may end `unstable`; the order is what is tested
-    assert [sum(c.get(k, 0) for k in ("ok", "unstable")) for c in counts] == [2, 2]
-    la, lb = str(a) + ".logs", str(b) + ".logs"
-    who = {la: "A", lb: "B"}
-    ops = [(who[w], op, c) for w, op, c in log]
-    assert [o[:2] for o in ops[:4]] == [("A", "prepare"), ("A", "prepare"), ("B", "prepare"), ("B", "prepare")]
-    times = [(w, c) for w, op, c in ops if op == "time"]
-    m16, m32 = sorted({c for _, c in times})
-    assert times[:8] == [("A", m16), ("B", m16), ("A", m32), ("B", m32), ("B", m16), ("A", m16), ("B", m32), ("A", m32)]
-    for out in (a, b):
-        assert len(load_results(out)) == 2 and (out.parent / (out.name + ".env.json")).exists()
-
-
-def test_interleaved_cli_refuses_mismatched_options(tmp_path):
-    r = harness(
-        "run",
-        "--env",
-        DATA / "cpu-env.yaml",
-        "--suite",
-        DATA / "slow.yaml",
-        "--out",
-        tmp_path / "a.csv",
-        "--with-env",
-        DATA / "cpu-env.yaml",
-    )
-    assert r.returncode == 2 and "--with-env given 1 times but --with-out 0 times" in r.stderr
-
-
-def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, monkeypatch):
-    """The parallel compile pass: every case goes to one of N workers (compile only, nothing kept); a kernel that
-    kills its worker costs that worker, not the pass. (Here under the interpreter; on a GPU it fills the cache.)"""
-    from harness.inputs.env import load_env_spec
-    from harness.inputs.suite import load_suite
-    from harness.run.cases import worker_case
-    from harness.run.precompile import precompile
-
-    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
-    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
-    cases = [worker_case(c) for c in load_suite(DATA / "faults.yaml") if c.name in ("good", "crash", "wrong")]
-    assert len(cases) == 3
-    res = precompile(spec, "wallclock", cases, tmp_path / "logs", jobs=2, timeout_s=120)
-    assert res["jobs"] == 2 and res["cases"] == 2  # good and wrong answered; crash took its worker down
-    logs = sorted((tmp_path / "logs").glob("worker-*.log"))
-    assert len(logs) == 2  # one per shard, the crashed worker not restarted (its shard had nothing left)
-
-
 def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     suite = tmp_path / "s.yaml"
     suite.write_text(
@@ -281,18 +200,6 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     logs = list((tmp_path / "f.csv.logs").glob("worker-*.log"))
     # one worker for phase 1 + round 1, one per further round (+1: the first start resolves timing "auto")
     assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
-
-
-def test_inputs_move_only_where_the_worker_times_each_launch():
-    from harness.run.options import RunOptions
-    from harness.run.options import moves_inputs as _moves_inputs
-
-    on = RunOptions()
-    assert _moves_inputs(on, "cupti") and _moves_inputs(on, "events")
-    assert not _moves_inputs(on, "wallclock")  # the CPU interpreter: nothing to move
-    assert not _moves_inputs(on, "rocprofv3")  # markers bracket a whole rep: the copies would sit inside it
-    assert not _moves_inputs(RunOptions(shuffle_placement=False), "cupti")
-    assert not _moves_inputs(RunOptions(move_inputs=False), "cupti")
 
 
 def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):

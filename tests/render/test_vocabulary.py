@@ -1,0 +1,22 @@
+"""One look per verdict, shared by every renderer; one name per case."""
+
+from __future__ import annotations
+
+from harness.compare.rule import VERDICTS
+from harness.publish.sheets import VERDICT_COLORS
+from harness.render.terminal import SHORT, STYLE
+from harness.render.vocabulary import LOOKS, case_label, rgb
+from harness.report.plots import VERDICT_COLORS as PLOT_COLORS
+
+
+def test_every_verdict_has_one_look_used_everywhere():
+    assert set(LOOKS) == set(VERDICTS)
+    assert {v: look.style for v, look in LOOKS.items()} == STYLE
+    assert {v: look.short for v, look in LOOKS.items()} == SHORT
+    assert all(PLOT_COLORS[v] == LOOKS[v].color for v in PLOT_COLORS)
+    assert VERDICT_COLORS["regression"] == rgb(LOOKS["regression"].fill) == (0.957, 0.78, 0.765)
+    assert "ok" not in VERDICT_COLORS  # no fill: the row stays white
+
+
+def test_a_case_is_named_kernel_slash_id():
+    assert case_label("gemm", "M16_N32_K64") == "gemm/M16_N32_K64"

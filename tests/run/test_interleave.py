@@ -1,0 +1,80 @@
+"""Several environments in one run, their reps interleaved in time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from harness.results.load import load_results
+from tests.conftest import DATA, ROOT
+
+ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
+
+
+def harness(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
+                          env=ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
+
+
+def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
+    """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
+    the order reversed each round; each env still writes its own complete results file."""
+    from harness.inputs.env import load_env_spec
+    from harness.inputs.suite import load_suite
+    from harness.run.interleave import run_interleaved
+    from harness.run.options import RunOptions
+    from harness.run.workers import WorkerProc
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16, 32]\n"
+    )
+    log: list[tuple[str, str, str]] = []
+    real = WorkerProc.request
+
+    def spy(self, obj, timeout):
+        ans = real(self, obj, timeout)
+        if obj["op"] in ("prepare", "time"):
+            log.append((self.log_name, obj["op"], obj["case"]["case_id"]))
+        return ans
+
+    monkeypatch.setattr(WorkerProc, "request", spy)
+    real_init = WorkerProc.__init__
+
+    def init(self, spec, timing, log_dir, *a, **kw):
+        real_init(self, spec, timing, log_dir, *a, **kw)
+        self.log_name = str(log_dir)
+
+    monkeypatch.setattr(WorkerProc, "__init__", init)
+    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    counts = run_interleaved([(spec, a), (spec, b)], load_suite(suite), RunOptions(launches=1, heat_s=0))
+    # wallclock on the interpreter with 1 launch a rep: a case may end `unstable`; the order is what is tested
+    assert [sum(c.get(k, 0) for k in ("ok", "unstable")) for c in counts] == [2, 2]
+    la, lb = str(a) + ".logs", str(b) + ".logs"
+    who = {la: "A", lb: "B"}
+    ops = [(who[w], op, c) for w, op, c in log]
+    assert [o[:2] for o in ops[:4]] == [("A", "prepare"), ("A", "prepare"), ("B", "prepare"), ("B", "prepare")]
+    times = [(w, c) for w, op, c in ops if op == "time"]
+    m16, m32 = sorted({c for _, c in times})
+    assert times[:8] == [("A", m16), ("B", m16), ("A", m32), ("B", m32), ("B", m16), ("A", m16), ("B", m32), ("A", m32)]
+    for out in (a, b):
+        assert len(load_results(out)) == 2 and (out.parent / (out.name + ".env.json")).exists()
+
+
+def test_interleaved_cli_refuses_mismatched_options(tmp_path):
+    r = harness(
+        "run",
+        "--env",
+        DATA / "cpu-env.yaml",
+        "--suite",
+        DATA / "slow.yaml",
+        "--out",
+        tmp_path / "a.csv",
+        "--with-env",
+        DATA / "cpu-env.yaml",
+    )
+    assert r.returncode == 2 and "--with-env given 1 times but --with-out 0 times" in r.stderr

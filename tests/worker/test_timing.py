@@ -1,0 +1,30 @@
+"""The timing loops' pure parts: ops told apart by the flush kernel, the automatic launch count and idle gap."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
+    from harness.worker.timing import attribute_dispatches
+
+    F = "_harness_l2_flush"
+    events = [(F, 30.0), ("warm", 9.0)]  # an untimed launch (invocation 0)
+    events += [(F, 30.0), ("gemm", 5.0), ("reduce", 1.0)]  # split-K: two dispatches, one op
+    events += [(F, 30.0), ("gemm", 6.0), ("reduce", 1.5)]
+    events += [(F, 30.0), ("warm", 9.0), (F, 30.0), ("gemm", 7.0), ("reduce", 2.0)]
+    times, per_name = attribute_dispatches(events, F, 5, drop={0, 3})
+    assert times == [6.0, 7.5, 9.0]
+    assert per_name == {"0:gemm": 6.0, "1:reduce": 1.5}
+    with pytest.raises(RuntimeError, match="saw 5 op invocations with kernels, expected 6"):
+        attribute_dispatches(events, F, 6)
+
+
+def test_auto_launch_count_and_gap():
+    from harness.worker.timing import AUTO_MIN_LAUNCHES, auto_idle_s, auto_launches
+
+    assert auto_launches(1.0) == 100  # tiny kernels: capped
+    assert auto_launches(1000.0) == 40  # ~40 ms of kernel time
+    assert auto_launches(6000.0) == AUTO_MIN_LAUNCHES == 30  # ms-long: the floor
+    assert auto_idle_s(1000.0) == 0.002  # twice the kernel's time
+    assert auto_idle_s(8000.0) == 0.010  # at most 10 ms
