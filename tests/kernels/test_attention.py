@@ -208,7 +208,8 @@ def test_every_suite_case_finds_a_config_on_every_arch():
         for c in cases:
             r = resolve("ATTN-FWD", arch, c.params["S"], c.spec.config.file_key(c.params), "S")
             assert {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"} <= set(r.config), (arch, c.key)
-            assert not r.tuned, "shipped configs are starting points, not tuned results"
+            # sm90: picked per (D, causal) file and S bucket from the H100 sweep; the others: starting points
+            assert r.tuned == (arch == "sm90" and r.bucket != "any"), (arch, c.key, r.source)
 
 
 # ------------------------------------------------------------------------------- under the interpreters
