@@ -31,6 +31,8 @@ COLUMNS = (
     "rep_times_us",
     "spread_pct",
     "dispatch_us",
+    "rank_times_us",
+    "skew_pct",
     "flops",
     "bytes",
     "peak",
@@ -57,6 +59,7 @@ TEXT_COLUMNS = (
     "config_source",
     "rep_times_us",
     "dispatch_us",
+    "rank_times_us",
     "timing",
     "rep_clocks_mhz",
     "throttle",
@@ -66,6 +69,7 @@ TEXT_COLUMNS = (
 NUMBER_COLUMNS = (
     "reps",
     "spread_pct",
+    "skew_pct",
     "flops",
     "bytes",
     "tflops",
@@ -76,7 +80,7 @@ NUMBER_COLUMNS = (
     "gpu_temp_c",
 )
 #: floats written with 6 significant digits (rates, ratios); every other float with 4 decimals (µs round-trip)
-SIGNIFICANT = ("spread_pct", "tflops", "gbps", "rel_err", "flops", "bytes")
+SIGNIFICANT = ("spread_pct", "skew_pct", "tflops", "gbps", "rel_err", "flops", "bytes")
 
 
 def sidecar_path(results: str | os.PathLike[str]) -> Path:

@@ -43,6 +43,7 @@ class CaseState:
     reps: list[float] = field(default_factory=list)
     dispatch: list[dict[str, float]] = field(default_factory=list)
     telemetry: list[dict[str, Any]] = field(default_factory=list)  # per rep, when the worker had NVML
+    rank_times: list[list[float]] = field(default_factory=list)  # per rep, each rank's time (multi-GPU cases)
     final: dict[str, Any] | None = None
 
     @classmethod
@@ -53,12 +54,20 @@ class CaseState:
     def key(self) -> str:
         return f"{self.case.name}\x1f{self.case.case_id}"
 
-    def add_rep(self, time_us: float, dispatch: dict[str, float] | None, telemetry: dict[str, Any] | None) -> None:
+    def add_rep(
+        self,
+        time_us: float,
+        dispatch: dict[str, float] | None,
+        telemetry: dict[str, Any] | None,
+        rank_times: list[float] | None = None,
+    ) -> None:
         self.reps.append(time_us)
         if dispatch:
             self.dispatch.append(dispatch)
         if telemetry:
             self.telemetry.append(telemetry)
+        if rank_times:
+            self.rank_times.append(rank_times)
 
 
 def result_row(
@@ -101,12 +110,25 @@ def result_row(
     if decision is not None and decision.spread_pct is not None:
         row["spread_pct"] = decision.spread_pct
     row.update(telemetry_columns(st.telemetry))
+    row.update(rank_columns(st.rank_times))
     if st.dispatch and len(st.dispatch[0]) > 1:
         names = st.dispatch[-1].keys()
         row["dispatch_us"] = {
             n: round(sorted(d.get(n, 0.0) for d in st.dispatch)[len(st.dispatch) // 2], 4) for n in names
         }
     return row
+
+
+def rank_columns(reps: list[list[float]]) -> dict[str, Any]:
+    """A multi-GPU case's ranks: each rank's median over the reps, and the skew between the slowest and the fastest
+    (the case's time is the slowest's: the collective ends when it does)."""
+    if not reps:
+        return {}
+    per_rank = [sorted(r[i] for r in reps)[len(reps) // 2] for i in range(len(reps[0]))]
+    out: dict[str, Any] = {"rank_times_us": [round(t, 4) for t in per_rank]}
+    if min(per_rank) > 0:
+        out["skew_pct"] = 100.0 * (max(per_rank) / min(per_rank) - 1.0)
+    return out
 
 
 def telemetry_columns(reps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from harness.results.write import ResultsAppender
 from harness.run import stability
 from harness.run.cases import CaseState, result_row
 from harness.run.gpu_state import gpu_state
+from harness.run.group import WorkerGroup
 from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
 from harness.run.precompile import precompile
@@ -48,6 +49,7 @@ class SuiteRun:
         self.log_dir = opts.log_dir or self.out.parent / (self.out.name + ".logs")
         self.timing = opts.timing or spec.timing
         self.worker: WorkerProc | None = None
+        self.groups: dict[int, WorkerGroup] = {}  # multi-GPU cases: one worker group per world size, when needed
         self.info: dict[str, Any] = {}
         self.trace_dirs: list[Path] = []  # rocprofv3: one per worker process, read after it exits
         self.counts: dict[str, int] = {}
@@ -61,17 +63,43 @@ class SuiteRun:
             self.trace_dirs.append(w.trace_dir)
         return w
 
-    def _ask(self, req: dict[str, Any]) -> dict[str, Any]:
-        """One request; a worker that hangs or dies fails this request only, and the next one starts afresh."""
-        if self.worker is None or self.worker.proc.poll() is not None:
+    def _executor(self, world: int) -> WorkerProc | WorkerGroup:
+        if world > 1:
+            g = self.groups.get(world)
+            if g is None or not g.alive():
+                g = self.groups[world] = self._start_group(world)
+            return g
+        if self.worker is None or not self.worker.alive():
             self.worker = self._start()
+        return self.worker
+
+    def _start_group(self, world: int) -> WorkerGroup:
+        """A worker group for ``world``-GPU cases; the GPUs its ranks got go into the sidecar (``groups``)."""
+        g = WorkerGroup(self.spec, self.timing, self.log_dir, world, self.opts.mem_budget)
         try:
-            return self.worker.request(req, timeout=self.opts.timeout_s)
-        except WorkerTimeout as err:
-            self.worker = None
-            return {"status": "timeout", "error": f"{req['op']}: {err} (the worker was killed)"}
-        except WorkerDied as err:
-            self.worker = None
+            hello = g.request({"op": "hello"}, timeout=300)
+        except (WorkerTimeout, WorkerDied) as err:
+            return _Failed(f"the {world}-rank worker group did not start: {err}")
+        if hello.get("status") != "ok":
+            g.kill()
+            return _Failed(f"the {world}-rank worker group did not start: {hello.get('error', '')}")
+        update_sidecar(self.out, groups={str(world): hello["info"].get("gpus")})
+        return g
+
+    def _ask(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One request; a worker (or a multi-GPU worker group) that hangs or dies fails this request only, and the
+        next one starts afresh."""
+        world = int((req.get("case") or {}).get("world_size", 1))
+        w = self._executor(world)
+        try:
+            return w.request(req, timeout=self.opts.timeout_s)
+        except (WorkerTimeout, WorkerDied) as err:
+            if world > 1:
+                self.groups.pop(world, None)
+            else:
+                self.worker = None
+            if isinstance(err, WorkerTimeout):
+                return {"status": "timeout", "error": f"{req['op']}: {err} (the worker was killed)"}
             return {"status": "runtime_error", "error": f"{req['op']}: the worker process died: {err}"}
 
     # -------------------------------------------------------------------------------------------- open
@@ -123,7 +151,7 @@ class SuiteRun:
             if e["kind"] == "prepare":
                 st.prep = e["answer"]
             elif e["kind"] == "rep":
-                st.add_rep(e["time_us"], e.get("dispatch_us"), e.get("telemetry"))
+                st.add_rep(e["time_us"], e.get("dispatch_us"), e.get("telemetry"), e.get("rank_times_us"))
 
     # ----------------------------------------------------------------------------------------- helpers
     def _tick(self, label: str, extra: int = 0) -> None:
@@ -178,9 +206,11 @@ class SuiteRun:
                 self._tick(st.case.case_id)
 
     def _prepare(self, st: CaseState) -> dict[str, Any]:
-        gpus = int(st.request["world_size"])
-        if gpus > 1:  # multi-GPU cases run as a worker group: not in this runner yet
-            return {"status": "skipped", "error": f"needs {gpus} GPUs (world_size {gpus}); this run has one worker"}
+        gpus, have = int(st.request["world_size"]), int(self.info.get("device_count") or 0)
+        if gpus > 1 and self.info.get("backend") != "interp" and gpus > have:
+            return {"status": "skipped", "error": f"needs {gpus} GPUs (world_size {gpus}); this machine has {have}"}
+        if gpus > 1 and self.timing == "rocprofv3":
+            return {"status": "skipped", "error": "multi-GPU cases need cupti or events timing, not rocprofv3"}
         req = {"op": "prepare", "case": st.request, "check": True}
         if self.opts.artifacts:
             req["artifacts"] = str(artifacts_dir(self.out).resolve())
@@ -195,11 +225,13 @@ class SuiteRun:
         """Phase 2, one round: one rep of every case that needs one."""
         pending = [s for s in self.todo if s.final is None and len(s.reps) < rnd]
         fresh = self.opts.fresh_process_rounds and rnd > 1 and pending and self.timing != "rocprofv3"
-        if fresh and self.worker is not None:
+        if fresh:
             # a new process: new input allocations and a new CUDA context, so a rep's placement luck (which
             # moves some shapes by several % from process to process) is averaged over the reps
-            self.worker.close()
-            self.worker = None
+            for w in [self.worker, *self.groups.values()]:
+                if w is not None:
+                    w.close()
+            self.worker, self.groups = None, {}
         traced: list[CaseState] = []
         for st in pending:
             st.request["rep"] = rnd - 1
@@ -210,7 +242,7 @@ class SuiteRun:
             elif ans.get("status") != "ok" or ans.get("time_us") is None:
                 self._fail(st, ans)
             else:
-                self._record(st, ans["time_us"], ans.get("dispatch_us"), ans.get("telemetry"))
+                self._record(st, ans["time_us"], ans.get("dispatch_us"), ans.get("telemetry"), ans.get("rank_times_us"))
         if traced:
             self._read_traced(traced, rnd)
 
@@ -224,10 +256,12 @@ class SuiteRun:
             "move_inputs": moves_inputs(self.opts, self.timing),
         }
 
-    def _record(self, st: CaseState, time_us: float, dispatch: Any, telemetry: Any) -> None:
+    def _record(self, st: CaseState, time_us: float, dispatch: Any, telemetry: Any, ranks: Any = None) -> None:
         entry = {"kind": "rep", "key": st.key, "time_us": time_us, "dispatch_us": dispatch, "telemetry": telemetry}
+        if ranks:
+            entry["rank_times_us"] = ranks
         self.journal.add(entry)
-        st.add_rep(time_us, dispatch, telemetry)
+        st.add_rep(time_us, dispatch, telemetry, ranks)
         self._tick(st.case.case_id)
 
     def _read_traced(self, traced: list[CaseState], rnd: int) -> None:
@@ -254,12 +288,32 @@ class SuiteRun:
                 self.total += stability.MAX_REPS - self.opts.reps  # two more reps to come for this case
 
     def _close(self, clean: bool) -> None:
-        if self.worker is not None:  # interrupted (Ctrl-C, SIGTERM): kill the worker, it runs in its own session
-            self.worker.close() if clean else self.worker.kill()
+        # interrupted (Ctrl-C, SIGTERM): kill the workers, they run in sessions of their own
+        for w in [self.worker, *self.groups.values()]:
+            if w is not None:
+                w.close() if clean else w.kill()
         self.appender.close()
         self.journal.close()
         if self.timing != "wallclock":
             update_sidecar(self.out, gpu={"after": gpu_state(smi_id(self.info))})
+
+
+class _Failed:
+    """A worker group that could not start: every request to it fails with why, and the next case tries again."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def alive(self) -> bool:
+        return False
+
+    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return {"status": "runtime_error", "error": self.why}
+
+    def close(self) -> None:
+        pass
+
+    kill = close
 
 
 def run_steps(

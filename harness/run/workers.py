@@ -33,17 +33,24 @@ class WorkerProc:
     """One worker process in the env's Python. Requests on stdin, answers on a dedicated pipe, output to a log."""
 
     def __init__(
-        self, spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None, mem_budget: float = 0.6
+        self,
+        spec: EnvSpec,
+        timing: str,
+        log_dir: Path,
+        wrap: list[str] | None = None,
+        mem_budget: float = 0.6,
+        extra_env: dict[str, str] | None = None,
+        tag: str = "",
     ):
         self.spec, self.timing = spec, timing
         self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
         rfd, wfd = os.pipe()
         log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"worker-{spec.name}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
+        self.log_path = log_dir / f"worker-{spec.name}{tag}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
         cmd += ["--mem-budget", f"{mem_budget:g}"]
-        env = spec.environ()
+        env = {**spec.environ(), **(extra_env or {})}
         Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         try:
             self.proc = subprocess.Popen(
@@ -64,12 +71,18 @@ class WorkerProc:
         self._buf = b""
 
     def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self.send(obj)
+        return self.receive(time.monotonic() + timeout, timeout)
+
+    def send(self, obj: dict[str, Any]) -> None:
         try:
             self.proc.stdin.write((json.dumps(obj) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(self.tail()) from None
-        deadline = time.monotonic() + timeout
+
+    def receive(self, deadline: float, timeout: float) -> dict[str, Any]:
+        """The next answer, by ``deadline`` (time.monotonic()); WorkerTimeout (the process killed) after it."""
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -87,6 +100,9 @@ class WorkerProc:
         if ans.get("worker_exits"):  # its GPU context is lost and it is exiting: callers start a fresh worker
             self.close()
         return ans
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def tail(self, n: int = 1500) -> str:
         self._log.flush()

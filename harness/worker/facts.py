@@ -55,6 +55,7 @@ def environment(torch: Any, triton: Any, backend: str, arch: str, timing: str) -
         "timing": timing,
         "pid": os.getpid(),
         "gpu": gpu(torch, backend),
+        "device_count": torch.cuda.device_count() if backend != "interp" and torch.cuda.is_available() else 0,
     }
 
 

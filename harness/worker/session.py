@@ -14,6 +14,7 @@ from typing import Any
 from harness.worker import facts
 from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
 from harness.worker.errors import error_text
+from harness.worker.group import Ranks, world_size
 from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
@@ -27,6 +28,8 @@ class Session:
 
         if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
             os.environ["TRITON_INTERPRET"] = "1"  # no GPU: Triton's CPU interpreter (set before any @triton.jit)
+        #: one rank of a multi-GPU case (None: a single-GPU worker); set up before anything touches a GPU
+        self.ranks = Ranks(torch) if world_size() > 1 else None
         import triton
 
         from kernels import _common as common
@@ -41,7 +44,10 @@ class Session:
         self._rng = random.Random(0x5EED)
 
     def hello(self) -> dict[str, Any]:
-        return facts.environment(self.torch, self.triton, self.backend, self.C.arch(), self.timing)
+        info = facts.environment(self.torch, self.triton, self.backend, self.C.arch(), self.timing)
+        if self.ranks is not None:
+            info.update(rank=self.ranks.rank, world_size=self.ranks.world)
+        return info
 
     def nvml(self) -> Any:
         """The NVML handle of this worker's GPU (telemetry.NvmlDevice), None without one (CPU, ROCm)."""
@@ -150,12 +156,17 @@ class Session:
                 return p
         entry = self.prepared[key]
         self.prepared.move_to_end(key)
-        op, rehome = self._op(entry, shuffle, move_inputs)
+        # a rank's inputs include symmetric-memory buffers its peers write through: they stay where they are
+        op, rehome = self._op(entry, shuffle, move_inputs and self.ranks is None)
+        if self.ranks is not None:
+            op = self._in_step(op)
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self.timer.sync()
         if entry.est_us is None and (n <= 0 or gap == "auto"):
             entry.est_us = self._estimate(op)  # one estimate per case, launch overhead included
+            if self.ranks is not None:  # every rank launches as often and idles as long: the same estimate
+                entry.est_us = self.ranks.max_over_ranks(entry.est_us)
         n = n if n > 0 else auto_launches(entry.est_us)
         idle_s = auto_idle_s(entry.est_us) if gap == "auto" else float(gap) / 1e3 if gap else 0.0
         dev = self.nvml() if self.timing in ("cupti", "events") else None
@@ -193,6 +204,17 @@ class Session:
                 entry.inputs = rehomed(entry.inputs, empty, self._rng)
 
         return shuffled(launch, empty, self._rng), rehome
+
+    def _in_step(self, op: Any) -> Any:
+        """``op`` after every rank has reached it: a multi-GPU op starts on all GPUs together, as in a model."""
+        ranks, sync = self.ranks, self.timer.sync
+
+        def stepped() -> Any:
+            sync()
+            ranks.barrier()
+            return op()
+
+        return stepped
 
     def _estimate(self, op: Any) -> float:
         t0 = time.perf_counter()
