@@ -221,6 +221,20 @@ def run(
         ),
     ] = None,
     with_out: Annotated[list[Path] | None, typer.Option("--with-out", help="results CSV of each --with-env")] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard", help="I/N: only the I-th of N balanced parts of the suite (a CI matrix job, a Slurm task)"
+        ),
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="'all' or 0,1,2,3: spread the cases over these GPUs, each measuring every env"),
+    ] = None,
+    times: Annotated[
+        Path | None,
+        typer.Option("--times", help="a previous results file: its times balance --shard and --gpus (else FLOPs)"),
+    ] = None,
     artifacts: Annotated[
         bool,
         typer.Option(
@@ -249,8 +263,13 @@ def run(
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     cases = select(load_suite(suite), kernel, filter_)
+    previous = _previous_times(times) if times else None
+    if shard:
+        from harness.run.shards import shard as take_shard
+
+        cases = take_shard(cases, shard, previous)
     if not cases:
-        raise HarnessError(f"{suite}: no case matches --kernel/--filter")
+        raise HarnessError(f"{suite}: no case matches --kernel/--filter" + (f"/--shard {shard}" if shard else ""))
     opts = RunOptions(
         reps=reps,
         launches=launches,
@@ -265,7 +284,12 @@ def run(
         move_inputs=move_inputs,
     )
     con = stderr()
-    all_counts = _measure(con, runs, cases, opts, str(suite))
+    if gpus:
+        from harness.run.node import parse_gpus
+
+        all_counts = _measure_on_gpus(con, runs, cases, opts, str(suite), parse_gpus(gpus), previous)
+    else:
+        all_counts = _measure(con, runs, cases, opts, str(suite))
     for (_, o), counts in zip(runs, all_counts):
         con.print(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
@@ -293,6 +317,28 @@ def _measure(con, runs: list, cases: list, opts, suite: str) -> list[dict[str, i
         return run_interleaved(runs, cases, opts, progress=bars, suite_name=suite, locked=True, warn=warn)
 
 
+def _measure_on_gpus(con, runs: list, cases: list, opts, suite: str, gpus: list[int], previous) -> list:  # noqa: ANN001
+    """``--gpus``: one part of the cases per GPU, every env on each; the parts merged into each env's OUT."""
+    from harness.render.progress import part_bars
+    from harness.run.node import run_on_gpus
+    from harness.run.runner import lock_outputs
+
+    def warn(message: str) -> None:
+        con.print(f"WARNING: {message}", style="bold red", markup=False, highlight=False)
+
+    with lock_outputs(runs, opts, suite), part_bars(con, [s.name for s, _ in runs]) as bars:
+        return run_on_gpus(runs, cases, opts, gpus, suite, bars, previous, warn)
+
+
+def _previous_times(path: Path) -> dict[str, float]:
+    """``kernel/case_id`` → time (µs) of the timed rows of a results file."""
+    from harness.results.load import load_results
+
+    df = load_results(path)
+    df = df[df["time_us"].notna()]
+    return dict(zip(df["kernel"] + "/" + df["case_id"], df["time_us"].astype(float)))
+
+
 def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN001 - a rich Console
     """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
     if all(k in ("ok", "unstable") for k in counts):
@@ -305,6 +351,24 @@ def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN0
     n = int((~df["status"].isin(TIMED_STATUSES)).sum())
     head = f"{out}: {n} cases not timed (the first line of each error; all of it in the CSV's error column):"
     print_lines(con, head, failed_row_lines(df))
+
+
+@app.command()
+def merge(
+    parts: Annotated[list[Path], typer.Argument(help="results CSVs of one env: shards, or the parts of --gpus")],
+    out: Annotated[Path, typer.Option("--out", help="the merged results CSV")],
+    suite: Annotated[
+        Path | None, typer.Option("--suite", help="check that every case of this suite is in exactly one part")
+    ] = None,
+) -> None:
+    """Merge the parts of one environment's results (CI shards, Slurm tasks) into one file: parts measured with
+    another stack, method or GPU model are refused, naming the field; overlapping or missing cases too."""
+    from harness.fsutil import check_writable
+    from harness.run.merge import merge_results
+
+    check_writable("--out", out)
+    counts = merge_results(list(parts), out, suite)
+    print(f"{out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" ({len(parts)} parts)")
 
 
 @app.command()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from harness.compare.notes import (
+    SAME_GPU_WHY,
     clock_note,
     first_line,
     method_differences,
@@ -57,6 +58,8 @@ class Comparison:
     golden_path: str = ""
     tot_path: str = ""
     warnings: list[str] = field(default_factory=list)
+    #: cases whose golden and TOT rows name different GPUs (results merged from several GPUs or machines)
+    gpu_rows: str = ""
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
@@ -87,7 +90,8 @@ class Comparison:
 
     @property
     def other_gpu(self) -> str:
-        return other_gpu(self.golden_env, self.tot_env)
+        """Golden and TOT measured on different GPUs: by their sidecars, or case by case (the rows' ``gpu``)."""
+        return other_gpu(self.golden_env, self.tot_env) or self.gpu_rows
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -283,6 +287,26 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
     return np.lexsort((-np.nan_to_num(pct, nan=-np.inf), codes))
 
 
+def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
+    """A warning when some case's golden and TOT rows name different physical GPUs (their ``gpu`` column), ''
+    otherwise: merged results may hold many GPUs, but each case must have both stacks on one."""
+    if "gpu" not in golden.columns or "gpu" not in tot.columns:
+        return ""
+    if not (golden["gpu"].astype(str).str.len().any() and tot["gpu"].astype(str).str.len().any()):
+        return ""  # no row names a GPU (CPU runs, older files): nothing to check, and no join to pay for
+    g = golden[["kernel", "case_id", "gpu"]]
+    t = tot[["kernel", "case_id", "gpu"]]
+    j = g.merge(t, on=["kernel", "case_id"], suffixes=("_g", "_t"))
+    j = j[(j["gpu_g"].astype(str) != "") & (j["gpu_t"].astype(str) != "") & (j["gpu_g"] != j["gpu_t"])]
+    if j.empty:
+        return ""
+    r = j.iloc[0]
+    return (
+        f"{len(j)} cases were timed on different GPUs under golden and TOT (e.g. {r['kernel']}/{r['case_id']}: "
+        f"{r['gpu_g']} vs {r['gpu_t']}); {SAME_GPU_WHY}"
+    )
+
+
 def compare_files(
     golden: str | os.PathLike[str], tot: str | os.PathLike[str], rule: Rule | None = None, *, unstable: str = "compare"
 ) -> Comparison:
@@ -294,7 +318,8 @@ def compare_files(
         gdf, tdf = gf.result(), tf.result()
     table, warnings = compare_frames(gdf, tdf, rule, unstable=unstable, golden_name=str(golden), tot_name=str(tot))
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
-    warnings += [w for w in (same_triton(genv, tenv),) if w] + method_differences(genv, tenv)
+    rows = gpu_rows(gdf, tdf)
+    warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
     return Comparison(
         table=table,
         rule=rule,
@@ -303,4 +328,5 @@ def compare_files(
         golden_path=str(golden),
         tot_path=str(tot),
         warnings=warnings,
+        gpu_rows=rows,
     )

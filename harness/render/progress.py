@@ -28,3 +28,27 @@ def env_bars(con: Console, names: list[str]) -> Iterator[Callable[[int, str, int
             bar.update(tasks[i], completed=done, total=total, case=label[:48])
 
         yield update
+
+
+@contextmanager
+def part_bars(con: Console, names: list[str]) -> Iterator[Callable[[str], Callable[[int, str, int, int], None]]]:
+    """For runs split into parts (``--gpus``): ``bars(part)`` gives that part's callback, one bar per env and
+    part (``golden@gpu2``), made when the part starts."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[case]}"),
+    )
+    with Progress(*columns, console=con, transient=False) as bar:
+
+        def bars(part: str) -> Callable[[int, str, int, int], None]:
+            tasks = [bar.add_task(f"{n}@{part}", total=None, case="") for n in names]
+
+            def update(i: int, label: str, done: int, total: int) -> None:
+                bar.update(tasks[i], completed=done, total=total, case=label[:40])
+
+            return update
+
+        yield bars

@@ -40,8 +40,14 @@ def rank_env(rank: int, world: int, port: int, gpus: list[int] | None = None) ->
         **NO_MULTICAST,
     }
     if gpus:  # the GPUs this group may use, in rank order (harness run --gpus)
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+        env.update(visible(gpus))
     return env
+
+
+def visible(gpus: list[int] | tuple[int, ...]) -> dict[str, str]:
+    """The environment that shows a process only ``gpus``: CUDA_VISIBLE_DEVICES, which ROCm honours too (setting
+    HIP_VISIBLE_DEVICES as well would filter twice there)."""
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)}
 
 
 class WorkerGroup:

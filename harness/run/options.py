@@ -41,6 +41,8 @@ class RunOptions:
     #: never see (see worker.rehomed). On an H100 the fp8 prequant GEMM's reps (B=16 M=256) read 654-674 µs with
     #: the inputs fixed; moved, 8 of 9 read 655-658 µs (reports/h100-triton-3.6.0-vs-3.9.0/experiment-input-placement)
     move_inputs: bool = True
+    #: the GPUs this run's workers may use (harness run --gpus gives each part its own); None: what the env sees
+    visible_gpus: tuple[int, ...] | None = None
 
 
 def moves_inputs(opts: RunOptions, timing: str) -> bool:

@@ -26,7 +26,7 @@ from harness.results.write import ResultsAppender
 from harness.run import stability
 from harness.run.cases import CaseState, result_row
 from harness.run.gpu_state import gpu_state
-from harness.run.group import WorkerGroup
+from harness.run.group import WorkerGroup, visible
 from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
 from harness.run.precompile import precompile
@@ -58,7 +58,8 @@ class SuiteRun:
     # ------------------------------------------------------------------------------------------ worker
     def _start(self) -> WorkerProc:
         wrap = _rocprof_wrap(self.timing, self.log_dir)
-        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, self.opts.mem_budget)
+        env = visible(self.opts.visible_gpus[:1]) if self.opts.visible_gpus else None
+        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, self.opts.mem_budget, env)
         if w.trace_dir:
             self.trace_dirs.append(w.trace_dir)
         return w
@@ -75,7 +76,8 @@ class SuiteRun:
 
     def _start_group(self, world: int) -> WorkerGroup:
         """A worker group for ``world``-GPU cases; the GPUs its ranks got go into the sidecar (``groups``)."""
-        g = WorkerGroup(self.spec, self.timing, self.log_dir, world, self.opts.mem_budget)
+        gpus = list(self.opts.visible_gpus) if self.opts.visible_gpus else None
+        g = WorkerGroup(self.spec, self.timing, self.log_dir, world, self.opts.mem_budget, gpus)
         try:
             hello = g.request({"op": "hello"}, timeout=300)
         except (WorkerTimeout, WorkerDied) as err:
@@ -161,9 +163,18 @@ class SuiteRun:
             self.progress(label, self.step, self.total)
 
     def _finish(self, st: CaseState, row: dict[str, Any]) -> None:
+        row["gpu"] = self._gpu_of(int(st.request["world_size"]))
         st.final = row
         self.appender.append(row)
         self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
+
+    def _gpu_of(self, world: int) -> str:
+        """Which physical GPU(s) measured a case (UUIDs; ';' between the ranks of a multi-GPU case): a case's golden
+        and TOT must share them, which compare checks row by row."""
+        if world > 1:
+            gpus = _sidecar_groups(self.out).get(str(world)) or []
+            return ";".join(str(g.get("uuid") or "") for g in gpus if isinstance(g, dict)).strip(";")
+        return str((self.info.get("gpu") or {}).get("uuid") or "")
 
     def _fail(self, st: CaseState, answer: dict[str, Any], default: str = "runtime_error") -> None:
         error = answer.get("error", "no time")
@@ -371,6 +382,15 @@ def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
     check_writable(option, out)
     if out.exists() and out.stat().st_size and not opts.resume:
         raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
+
+
+def _sidecar_groups(out: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        return json.loads(sidecar_path(out).read_text()).get("groups") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def _resolve_timing(timing: str, info: dict[str, Any]) -> str:

@@ -143,10 +143,15 @@ _WORKER_IDS = itertools.count()
 
 
 def start_worker(
-    spec: EnvSpec, timing: str, log_dir: Path, wrap: list[str] | None = None, mem_budget: float = 0.6
+    spec: EnvSpec,
+    timing: str,
+    log_dir: Path,
+    wrap: list[str] | None = None,
+    mem_budget: float = 0.6,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[WorkerProc, dict[str, Any]]:
     """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start."""
-    w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget)
+    w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
     try:
         hello = w.request({"op": "hello"}, timeout=300)
     except (WorkerDied, WorkerTimeout) as err:

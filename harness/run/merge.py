@@ -1,0 +1,123 @@
+"""Merging the parts of one environment's results (the GPUs of a node, the shards of a CI matrix or a Slurm array)
+into the one results file every later stage reads. Parts are merged only when their times mean the same thing:
+one stack, one method, one GPU model — a part that differs is refused, naming the field and both values. No case
+may be in two parts, and with the suite given none may be missing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.fsutil import atomic_write, refuse_overwrite
+from harness.inputs.suite import load_suite
+from harness.results.load import load_results
+from harness.results.schema import sidecar_path
+from harness.run.sidecar import write_sidecar
+
+#: sidecar fields the parts of one results file must share: what their times depend on
+SAME = (
+    ("schema_version",),
+    ("env_name",),
+    ("triton", "version"),
+    ("triton", "path"),
+    ("torch", "version"),
+    ("knobs",),
+    ("timing",),
+    ("launches_per_rep",),
+    ("heat_s",),
+    ("launch_gap",),
+    ("launch_gap_auto",),
+    ("placement",),
+    ("move_inputs",),
+    ("gpu", "name"),
+)
+
+
+def _field(env: dict[str, Any], path: tuple[str, ...]) -> Any:
+    v: Any = env
+    for k in path:
+        v = v.get(k) if isinstance(v, dict) else None
+    if path == ("knobs",) and isinstance(v, dict):  # which GPU a part was shown is not a knob: it differs by design
+        v = {k: x for k, x in v.items() if not k.endswith("VISIBLE_DEVICES")}
+    return v
+
+
+def check_parts(parts: list[Path]) -> list[dict[str, Any]]:
+    """The parts' sidecars, after checking they agree on every SAME field (HarnessError naming the first that
+    does not, with both values and both files)."""
+    envs = [load_results(p).attrs["env"] for p in parts]
+    for path in SAME:
+        first = _field(envs[0], path)
+        for p, env in zip(parts[1:], envs[1:]):
+            v = _field(env, path)
+            if v != first:
+                name = ".".join(path)
+                raise HarnessError(f"{p}: {name} is {v!r} but {parts[0]} has {first!r}: parts of one results file "
+                                   "must be measured the same way")  # fmt: skip
+    return envs
+
+
+def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    reader = csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig")))
+    header = next(reader)
+    return header, [row for row in reader if row]
+
+
+def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> dict[str, int]:
+    """Write ``out`` (+ sidecar) from ``parts``; returns counts per status."""
+    if not parts:
+        raise HarnessError("harness merge: no parts given")
+    refuse_overwrite({"--out": out, "--out's sidecar": sidecar_path(out)}, [*parts, *map(sidecar_path, parts)])
+    envs = check_parts(parts)
+    header, rows, seen = None, [], {}
+    for p in parts:
+        h, rs = _rows(p)
+        if header is not None and h != header:
+            raise HarnessError(f"{p}: line 1: columns differ from {parts[0]}'s (written by another harness version)")
+        header = h
+        ki, ci = h.index("kernel"), h.index("case_id")
+        for r in rs:
+            key = (r[ki], r[ci])
+            if key in seen:
+                raise HarnessError(f"{p}: case {key[0]}/{key[1]} is also in {seen[key]}: parts must not overlap")
+            seen[key] = p
+        rows += rs
+    if suite is not None:
+        _check_complete(set(seen), suite)
+    with atomic_write(out) as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    write_sidecar(out, merged_sidecar(parts, envs))
+    status = header.index("status")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[status]] = counts.get(r[status], 0) + 1
+    return counts
+
+
+def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:
+    wanted = {(c.name, c.case_id) for c in load_suite(suite)}
+    missing = sorted(wanted - present)
+    if missing:
+        shown = ", ".join(f"{k}/{c}" for k, c in missing[:3])
+        raise HarnessError(f"{suite}: {len(missing)} cases are in no part (e.g. {shown}): a shard did not finish?")
+    extra = sorted(present - wanted)
+    if extra:
+        raise HarnessError(f"{suite}: {len(extra)} cases of the parts are not in the suite (e.g. {'/'.join(extra[0])})")
+
+
+def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first part's sidecar, with every part listed (file, host, GPU, when) and the GPUs of all of them: the
+    rows' ``gpu`` column says which measured what."""
+    meta = json.loads(json.dumps(envs[0]))
+    meta["parts"] = [
+        {"path": str(p), "host": e.get("host"), "gpu": _field(e, ("gpu", "uuid")), "captured_at": e.get("captured_at")}
+        for p, e in zip(parts, envs)
+    ]
+    meta["gpus"] = sorted({str(_field(e, ("gpu", "uuid"))) for e in envs if _field(e, ("gpu", "uuid"))})
+    return meta

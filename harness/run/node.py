@@ -1,0 +1,116 @@
+"""One suite over every GPU of a node (``harness run --gpus all|0,1,2,3``): the single-GPU cases split into
+balanced parts (harness/run/shards.py), one part per GPU measured by its own workers (every env of the run on
+that GPU, reps interleaved: a case's golden and TOT share a physical GPU), the multi-GPU cases after them on
+the GPUs they need, whole; then each env's parts merged into its one results file (harness/run/merge.py).
+
+Parts live beside each output, ``OUT.parts/gpu<i>.csv`` (and ``ranks<n>.csv`` for n-GPU cases), and are kept:
+a killed run is resumed part by part with ``--resume``, and the merge only ever adds up what the parts hold.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.inputs.env import EnvSpec
+from harness.inputs.suite import Case
+from harness.run.interleave import run_interleaved
+from harness.run.merge import merge_results
+from harness.run.options import RunOptions
+from harness.run.runner import run_suite
+from harness.run.shards import partition
+
+Runs = list[tuple[EnvSpec, Path]]
+Bars = Callable[[str], Callable[[int, str, int, int], None]]
+
+
+def parse_gpus(text: str) -> list[int]:
+    """``all`` (every GPU nvidia-smi or rocm-smi lists) or ``0,1,2,3``."""
+    if text.strip() == "all":
+        found = _count_gpus()
+        if not found:
+            raise HarnessError("--gpus all: no GPU found (nvidia-smi -L / rocm-smi list none); give --gpus 0,1,...")
+        return list(range(found))
+    try:
+        gpus = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        gpus = []
+    if not gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
+        raise HarnessError(f"--gpus {text!r}: expected 'all' or distinct GPU indices such as 0,1,2,3")
+    return gpus
+
+
+def _count_gpus() -> int:
+    for cmd in (["nvidia-smi", "-L"], ["rocm-smi", "--showid"]):
+        if shutil.which(cmd[0]):
+            try:
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            n = sum(1 for line in out.splitlines() if line.startswith("GPU") or "Device Name" in line)
+            if n:
+                return n
+    return 0
+
+
+def part_path(out: Path, name: str) -> Path:
+    return out.parent / f"{out.name}.parts" / f"{name}.csv"
+
+
+def plan(
+    cases: list[Case], gpus: list[int], previous: Mapping[str, float] | None
+) -> list[tuple[str, list[int], list[Case]]]:
+    """(part name, the GPUs it runs on, its cases): one part per GPU for the single-GPU cases, then one per world
+    size for the multi-GPU cases, on the first GPUs."""
+    singles = [c for c in cases if c.spec.world_size_of(c.params) == 1]
+    steps = [(f"gpu{g}", [g], part) for g, part in zip(gpus, partition(singles, len(gpus), previous)) if part]
+    worlds = sorted({c.spec.world_size_of(c.params) for c in cases} - {1})
+    for w in worlds:
+        group = [c for c in cases if c.spec.world_size_of(c.params) == w]
+        if w > len(gpus):
+            raise HarnessError(f"--gpus: {len(group)} cases need {w} GPUs and only {len(gpus)} were given")
+        steps.append((f"ranks{w}", gpus[:w], group))
+    return steps
+
+
+def run_on_gpus(
+    runs: Runs, cases: list[Case], opts: RunOptions, gpus: list[int], suite: str, bars: Bars,
+    previous: Mapping[str, float] | None = None, warn: Callable[[str], None] | None = None,
+) -> list[dict[str, int]]:  # fmt: skip
+    """Measure ``cases`` under every env of ``runs`` spread over ``gpus``; returns each env's counts."""
+    steps = plan(cases, gpus, previous)
+    earlier = [part_path(out, n) for _, out in runs for n, _, _ in steps if part_path(out, n).exists()]
+    if earlier and not opts.resume:
+        raise HarnessError(
+            f"{earlier[0]}: a part of an earlier run exists: pass --resume, or remove {earlier[0].parent}"
+        )
+    singles = [s for s in steps if s[0].startswith("gpu")]
+    jobs = len(singles) or 1
+    # the parts of one GPU share it with nothing else: each keeps its own memory budget
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(lambda s: _run_part(runs, opts, suite, bars, warn, *s), singles))
+    for step in steps[len(singles) :]:  # multi-GPU cases hold several GPUs: one world size at a time
+        _run_part(runs, opts, suite, bars, warn, *step)
+    names = [name for name, _, _ in steps]
+    return [merge_results([part_path(out, n) for n in names if part_path(out, n).exists()], out) for _, out in runs]
+
+
+def _run_part(
+    runs: Runs, opts: RunOptions, suite: str, bars: Bars, warn: Callable[[str], None] | None,
+    name: str, gpus: list[int], cases: list[Case],
+) -> None:  # fmt: skip
+    part_runs = [(spec, part_path(out, name)) for spec, out in runs]
+    for _, p in part_runs:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    o = replace(opts, visible_gpus=tuple(gpus))
+    progress = bars(name)
+    if len(part_runs) == 1:
+        spec, out = part_runs[0]
+        run_suite(spec, cases, out, o, lambda label, i, n: progress(0, label, i, n), suite)
+    else:
+        run_interleaved(part_runs, cases, o, progress, suite, warn)

@@ -1,0 +1,74 @@
+"""Parts of one env's results merge into one file only when they were measured the same way, overlap nowhere and,
+with the suite, miss nothing; the per-row GPU is kept and compare checks it case by case."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.compare.compare import gpu_rows
+from harness.errors import HarnessError
+from harness.results.load import load_results
+from harness.results.schema import sidecar_path
+from harness.results.write import write_results
+from harness.run.merge import merge_results
+
+SIDE = {"schema_version": 2, "env_name": "golden", "triton": {"version": "3.6.0", "path": "/t"}, "timing": "cupti",
+        "knobs": {"TRITON_DEFAULT_FP_FUSION": "1", "CUDA_VISIBLE_DEVICES": "0"}, "gpu": {"name": "H100", "uuid": "A"},
+        "host": "n1"}  # fmt: skip
+
+
+def part(tmp_path, name, cases, uuid="A", **side):
+    p = tmp_path / f"{name}.csv"
+    rows = [
+        {"kernel": "k", "case_id": c, "params": {"M": 1}, "status": "ok", "time_us": 10.0, "gpu": uuid} for c in cases
+    ]
+    write_results(p, rows)
+    meta = json.loads(json.dumps(SIDE))
+    meta["gpu"]["uuid"] = uuid
+    meta["knobs"]["CUDA_VISIBLE_DEVICES"] = uuid
+    meta.update(side)
+    sidecar_path(p).write_text(json.dumps(meta))
+    return p
+
+
+def test_parts_merge_with_their_gpus(tmp_path):
+    a, b = part(tmp_path, "a", ["c1", "c2"], "A"), part(tmp_path, "b", ["c3"], "B")
+    out = tmp_path / "m.csv"
+    assert merge_results([a, b], out) == {"ok": 3}
+    df = load_results(out)
+    assert list(df["case_id"]) == ["c1", "c2", "c3"] and list(df["gpu"]) == ["A", "A", "B"]
+    meta = df.attrs["env"]
+    assert meta["gpus"] == ["A", "B"] and [p["gpu"] for p in meta["parts"]] == ["A", "B"]
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"timing": "events"}, "timing is 'events' but"),
+        ({"triton": {"version": "3.9.0", "path": "/t"}}, "triton.version is '3.9.0'"),
+        ({"knobs": {"TRITON_DEFAULT_FP_FUSION": "0"}}, "knobs is"),
+        ({"gpu": {"name": "H200", "uuid": "B"}}, "gpu.name is 'H200'"),
+    ],
+)
+def test_parts_measured_differently_are_refused(tmp_path, change, fragment):
+    a, b = part(tmp_path, "a", ["c1"]), part(tmp_path, "b", ["c2"], **change)
+    with pytest.raises(HarnessError, match=fragment):
+        merge_results([a, b], tmp_path / "m.csv")
+
+
+def test_overlapping_parts_and_outputs_over_inputs_are_refused(tmp_path):
+    a, b = part(tmp_path, "a", ["c1"]), part(tmp_path, "b", ["c1"], "B")
+    with pytest.raises(HarnessError, match="case k/c1 is also in"):
+        merge_results([a, b], tmp_path / "m.csv")
+    with pytest.raises(HarnessError, match="--out"):
+        merge_results([a], a)
+
+
+def test_a_case_on_two_gpus_is_named_by_compare(tmp_path):
+    g, t = part(tmp_path, "g", ["c1", "c2"], "A"), part(tmp_path, "t", ["c1", "c2"], "A")
+    assert gpu_rows(load_results(g), load_results(t)) == ""
+    t2 = part(tmp_path, "t2", ["c1", "c2"], "B")
+    msg = gpu_rows(load_results(g), load_results(t2))
+    assert msg.startswith("2 cases were timed on different GPUs") and "k/c1: A vs B" in msg
