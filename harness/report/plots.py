@@ -137,15 +137,20 @@ def plot_scatter(df: pd.DataFrame) -> tuple[bytes, int]:
     d = timed(df)
     d = d[(d["tflops"] > 0) | (d["gbps"] > 0)]
     d["cfg"] = d["config"].fillna("").map(config_label) if "config" in d.columns else "default"
-    kernels = sorted(d["kernel"].unique())
+    ws = d["world_size"].fillna(1).astype(int) if "world_size" in d.columns else pd.Series(1, index=d.index)
+    d = d.assign(_ws=ws)
+    # one panel per kernel, and per world size where a kernel runs at several (the Iris seed's plots)
+    panels = sorted({(k, w) for k, w in zip(d["kernel"], d["_ws"])})
     configs = sorted(d["cfg"].unique())
-    n = max(len(kernels), 1)
+    n = max(len(panels), 1)
     fig, axes = plt.subplots(n, 1, figsize=(12, 4.2 * n), squeeze=False, gridspec_kw={"hspace": 0.45})
     palette = [plt.get_cmap("tab20")(i) for i in range(20)]
     markers = "os^DvP*Xph<>"
     style = {c: (palette[i % 20], markers[(i // 20) % len(markers)]) for i, c in enumerate(configs)}
-    for ax, k in zip(axes[:, 0], kernels):
-        _scatter_panel(ax, d[d["kernel"] == k], k, style)
+    several = {k for k in d["kernel"].unique() if d.loc[d["kernel"] == k, "_ws"].nunique() > 1}
+    for ax, (k, w) in zip(axes[:, 0], panels):
+        label = f"{k} · world size {w}" if k in several else k
+        _scatter_panel(ax, d[(d["kernel"] == k) & (d["_ws"] == w)], label, style)
     return _png(fig), len(configs)
 
 
@@ -228,6 +233,59 @@ def _family_lines(run: Run, kernel: str, plot: dict) -> dict[str, tuple[str, pd.
         label = " ".join(f"{s}={v}" for s, v in zip(series, values)) if series else kernel
         out[label] = (y, g.groupby("_x")[y].max())
     return out
+
+
+def plot_scaling(d: pd.DataFrame, kernel: str) -> bytes | None:
+    """A multi-GPU kernel across world sizes, by its parameters: **strong** scaling (the same total problem on more
+    GPUs: speed-up over one GPU) and **weak** scaling (the same work per GPU: time stays flat when it scales).
+    ``d``: the kernel's timed rows; None when it ran at one world size only."""
+    import matplotlib.pyplot as plt
+
+    d = timed(d)
+    if d.empty or "world_size" not in d.columns or d["world_size"].nunique() < 2:
+        return None
+    p = params_frame(d)
+    ws_param = next((c for c in p.columns if (p[c] == d["world_size"]).all() and c != "seed"), None)
+    shape = [c for c in p.columns if c not in (ws_param, "seed")]
+    d = d.assign(_ws=d["world_size"].astype(int), _shape=p[shape].astype(str).agg(" ".join, axis=1) if shape else "")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.6))
+    for shape_key, g in d.groupby("_shape"):
+        g = g.groupby("_ws")["time_us"].min()  # the best config at each world size
+        if 1 in g.index:
+            ax1.plot(g.index, g[1] / g.values, marker="o", ms=3, lw=1, label=str(shape_key))
+    d = d.assign(_per_gpu=(d["flops"] / d["_ws"]).round(-3))
+    for work, g in d.groupby("_per_gpu"):
+        g = g.groupby("_ws")["time_us"].min()
+        if len(g) > 1:
+            ax2.plot(g.index, g.values, marker="o", ms=3, lw=1, label=f"{work:.3g} FLOPs/GPU")
+    top = d["_ws"].max()
+    ax1.plot([1, top], [1, top], color="black", ls=":", lw=1, label="ideal")
+    ax1.set(xlabel="GPUs", ylabel="speed-up over 1 GPU", title=f"{short_name(kernel)}: strong scaling")
+    ax2.set(xlabel="GPUs", ylabel="µs (flat = ideal)", title=f"{short_name(kernel)}: weak scaling")
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=6, ncol=2)
+    return _png(fig)
+
+
+def best_configs(df: pd.DataFrame) -> pd.DataFrame:
+    """For every kernel and shape that ran under several configs (a sweep), the fastest config and how far the
+    slowest ok one was: the tile guidance a sweep answers."""
+    d = timed(df)
+    if "config" not in d.columns or d.empty:
+        return pd.DataFrame()
+    p = params_frame(d)
+    shape = p.drop(columns=[c for c in ("seed",) if c in p.columns]).astype(str).agg(" ".join, axis=1)
+    d = d.assign(_shape=shape, cfg=d["config"].fillna("").map(config_label))
+    rows = []
+    for (k, sh), g in d.groupby(["kernel", "_shape"]):
+        if g["cfg"].nunique() < 2:
+            continue
+        best = g.loc[g["time_us"].idxmin()]
+        rows.append({"kernel": k, "shape": sh, "configs": g["cfg"].nunique(), "best_us": best["time_us"],
+                     "worst_us": g["time_us"].max(), "best config": best["cfg"]})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def plot_dispatch(table: pd.DataFrame) -> bytes:

@@ -100,6 +100,8 @@ def write_report(
     _roofline_section(page, runs, peaks, gpu_label, gpu_name)
     _family_sections(page, runs, peaks)
     _scatter_sections(page, runs)
+    _scaling_sections(page, runs)
+    _best_config_sections(page, runs)
     _dispatch_section(page, runs)
     if vendor_df is not None:
         _vendor_section(page, runs, vendor_df, vendor)
@@ -155,6 +157,27 @@ def _scatter_sections(page: Page, runs: list[Run]) -> None:
             f"<p>{ncfg} configurations.</p>" + page.figure(f"scatter-{i}.png", png, "scatter"),
             link=f"Scatter: {run.label}",
         )
+
+
+def _scaling_sections(page: Page, runs: list[Run]) -> None:
+    """Multi-GPU kernels that ran at several world sizes: strong and weak scaling, per run."""
+    figures = []
+    for i, run in enumerate(runs):
+        for j, kernel in enumerate(sorted(run.df["kernel"].unique())):
+            png = plots.plot_scaling(run.df[run.df["kernel"] == kernel], kernel)
+            if png is not None:
+                figures.append(page.figure(f"scaling-{i}-{j}.png", png, f"{kernel} scaling · {run.label}"))
+    if figures:
+        page.section("scaling", "Multi-GPU scaling", "".join(figures))
+
+
+def _best_config_sections(page: Page, runs: list[Run]) -> None:
+    """Sweeps: the best configuration per kernel and shape."""
+    for i, run in enumerate(runs):
+        table = plots.best_configs(run.df)
+        if len(table):
+            page.section(f"best-{i}", f"Best configuration per shape — {run.label}", html_table(table),
+                         link=f"Best configs: {run.label}")  # fmt: skip
 
 
 def _dispatch_section(page: Page, runs: list[Run]) -> None:

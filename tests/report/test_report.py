@@ -276,3 +276,35 @@ def test_report_without_matplotlib_is_one_line(tmp_path):
     assert r.stderr.splitlines() == [
         "harness: error: harness report needs matplotlib: pip install 'harness[report]' (or matplotlib)"
     ]
+
+
+def _multi_gpu_run(tmp_path) -> Path:
+    """A results file of a multi-GPU kernel at world sizes 1, 2, 4 under two configs (synthetic times)."""
+    from harness.results.write import write_results
+
+    rows = []
+    for w in (1, 2, 4):
+        for n in (4096, 8192):
+            for cfg, slow in (({"BLOCK_M": 64}, 1.0), ({"BLOCK_M": 128}, 1.2)):
+                flops = 2.0 * 1024 * n * 4096
+                t = flops / w / 400e12 * 1e6 * slow + 5.0
+                rows.append({"kernel": "gemm_all_scatter", "case_id": f"M1024_N{n}_W{w}_{cfg['BLOCK_M']}",
+                             "params": json.dumps({"M": 1024, "N": n, "K": 4096, "W": w, "seed": 0}),
+                             "world_size": w, "status": "ok", "time_us": t, "flops": flops, "bytes": 1e8,
+                             "tflops": flops / (t * 1e-6) / 1e12, "config": cfg})  # fmt: skip
+    out = tmp_path / "mg.csv"
+    write_results(out, rows)
+    return out
+
+
+def test_multi_gpu_results_get_scaling_plots_and_best_configs(tmp_path):
+    from harness.report.plots import best_configs
+
+    path = _multi_gpu_run(tmp_path)
+    index = write_report([path], tmp_path / "r")
+    names = {p.name for p in (tmp_path / "r").glob("*.png")}
+    assert "scaling-0-0.png" in names and "scatter-0.png" in names
+    page = index.read_text()
+    assert "Multi-GPU scaling" in page and "Best configuration per shape" in page
+    best = best_configs(load_runs([path])[0].df)
+    assert len(best) == 6 and set(best["best config"]) == {"BLOCK_M64"} and (best["configs"] == 2).all()
