@@ -54,7 +54,7 @@ def test_the_example_runs_under_both_stacks_and_renders(tmp_path):
         assert side["kernels"]["softmax"]["peak"] == "memory"
     cmp = tmp_path / "compare.csv"
     r = harness("compare", str(g), str(t), "--out", str(cmp), "--markdown", str(tmp_path / "c.md"))
-    assert r.returncode == 0 and "softmax" in r.stdout, r.stderr
+    assert r.returncode == 0 and "6 cases" in r.stdout, r.stderr  # wallclock: the verdicts themselves are noise
     md = (tmp_path / "c.md").read_text()
     assert "| softmax | M8_N256_fp32_cfg-w1 | fp32 |" in md
     r = harness("report", "--compare", str(cmp), "--out", str(tmp_path / "report"))
