@@ -141,6 +141,38 @@ def _same_cases_same_order(golden: pd.DataFrame, tot: pd.DataFrame) -> bool:
     )
 
 
+@dataclass
+class _Joined:
+    """Two results frames joined: for every output row its golden row and TOT row (-1: none), and the statuses as
+    small ints (-1: no row)."""
+
+    golden: pd.DataFrame
+    tot: pd.DataFrame
+    gi: np.ndarray
+    ti: np.ndarray
+    gsc: np.ndarray
+    tsc: np.ndarray
+
+
+def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
+    keys = case_key(golden["kernel"], golden["case_id"], (tot["kernel"], tot["case_id"]))
+    gk, tk = keys[: len(golden)], keys[len(golden) :]
+    t_of_g = pd.Index(tk).get_indexer(gk)  # TOT row of each golden row, -1 if none
+    only_t = np.flatnonzero(~np.isin(tk, gk))
+    gi = np.concatenate([np.arange(len(golden)), np.full(len(only_t), -1)])
+    ti = np.concatenate([t_of_g, only_t])
+    common = int(((gi >= 0) & (ti >= 0)).sum())
+    if common == 0:
+        raise HarnessError(
+            f"{golden_name} and {tot_name} have no (kernel, case_id) in common "
+            f"({len(golden)} vs {len(tot)} cases): are they results of the same suite?"
+        )
+    warnings = []
+    if common < 0.5 * max(len(golden), len(tot)):
+        warnings.append(f"only {common} of {len(golden)} golden / {len(tot)} TOT cases are in both files")
+    return _Joined(golden, tot, gi, ti, _status_codes(golden, gi), _status_codes(tot, ti)), warnings
+
+
 def compare_frames(
     golden: pd.DataFrame,
     tot: pd.DataFrame,
@@ -156,99 +188,106 @@ def compare_frames(
     one take (none at all when both files list the same cases in the same order). Rows stay in golden's order,
     then TOT-only cases; :func:`worst_first` orders them for display.
     """
-    warnings: list[str] = []
-    keys = case_key(golden["kernel"], golden["case_id"], (tot["kernel"], tot["case_id"]))
-    gk, tk = keys[: len(golden)], keys[len(golden) :]
-    t_of_g = pd.Index(tk).get_indexer(gk)  # TOT row of each golden row, -1 if none
-    only_t = np.flatnonzero(~np.isin(tk, gk))
-    # every output row: (golden row or -1, TOT row or -1)
-    gi = np.concatenate([np.arange(len(golden)), np.full(len(only_t), -1)])
-    ti = np.concatenate([t_of_g, only_t])
-    in_g, in_t = gi >= 0, ti >= 0
-    common = int((in_g & in_t).sum())
-    if common == 0:
-        raise HarnessError(
-            f"{golden_name} and {tot_name} have no (kernel, case_id) in common "
-            f"({len(golden)} vs {len(tot)} cases): are they results of the same suite?"
-        )
-    if common < 0.5 * max(len(golden), len(tot)):
-        warnings.append(f"only {common} of {len(golden)} golden / {len(tot)} TOT cases are in both files")
-
-    # statuses as small ints: "" (no row) is code -1
-    gsc = _status_codes(golden, gi)
-    tsc = _status_codes(tot, ti)
-    gu, tu = _col(golden, "time_us", gi, np.nan), _col(tot, "time_us", ti, np.nan)
+    j, warnings = _join(golden, tot, golden_name, tot_name)
+    gu, tu = _col(golden, "time_us", j.gi, np.nan), _col(tot, "time_us", j.ti, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
     skip = STATUSES.index("skipped")
-    vcode = verdict_codes(gu, tu, in_g, in_t, np.isin(gsc, timed), np.isin(tsc, timed), rule, gsc == skip, tsc == skip)
+    in_g, in_t = j.gi >= 0, j.ti >= 0
+    vcode = verdict_codes(
+        gu, tu, in_g, in_t, np.isin(j.gsc, timed), np.isin(j.tsc, timed), rule, j.gsc == skip, j.tsc == skip
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        delta = tu - gu
-        pct = 100.0 * delta / gu
-    limit = rule.limit_us(gu)
-
-    status_names = np.asarray([*STATUSES, ""], dtype=object)  # code -1 → ""
-    gs, ts = status_names[gsc], status_names[tsc]
-
-    cols: dict[str, np.ndarray] = {}
-    for c in ("kernel", "case_id"):
-        cols[c] = _col(golden, c, gi).where(gi >= 0, _col(tot, c, ti))
-    for c in ("params", "dtype", "peak"):
-        cols[c] = _same_case_column(golden, tot, gi, ti, c, cols, golden_name, tot_name)
-    for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
-        gv, tv = _col(golden, c, gi, np.nan), _col(tot, c, ti, np.nan)
-        cols[c] = np.where(np.isnan(gv), tv, gv)
+        pct = 100.0 * (tu - gu) / gu
+    cols = _case_columns(j, golden_name, tot_name)
     cols.update(
         golden_us=gu,
         tot_us=tu,
-        delta_us=delta,
+        delta_us=tu - gu,
         delta_pct=pct,
-        limit_us=np.where(np.isnan(gu), np.nan, limit),
+        limit_us=np.where(np.isnan(gu), np.nan, rule.limit_us(gu)),
         verdict=pd.Categorical.from_codes(vcode, categories=list(VERDICTS)),
-        golden_status=pd.Categorical.from_codes(np.where(gsc < 0, len(STATUSES), gsc), categories=[*STATUSES, ""]),
-        tot_status=pd.Categorical.from_codes(np.where(tsc < 0, len(STATUSES), tsc), categories=[*STATUSES, ""]),
-        golden_config=_col(golden, "config", gi),
+        golden_status=_status_column(j.gsc),
+        tot_status=_status_column(j.tsc),
+        golden_config=_col(golden, "config", j.gi),
     )
-    tot_cfg = _col(tot, "config", ti)
+    tot_cfg = _col(tot, "config", j.ti)
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
     cols["tot_config"] = tot_cfg.where(tot_cfg != cols["golden_config"], "")
+    cols["note"] = _notes(j, vcode, pct)
+    return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
 
-    # notes only for the few failed/unstable rows: codes into a small category list, "" everywhere else
+
+def _status_column(codes: np.ndarray) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.where(codes < 0, len(STATUSES), codes), categories=[*STATUSES, ""])
+
+
+def _case_columns(j: _Joined, golden_name: str, tot_name: str) -> dict[str, Any]:
+    """What names and describes each case: golden's values, else TOT's (refusing a case described two ways)."""
+    cols: dict[str, Any] = {}
+    for c in ("kernel", "case_id"):
+        cols[c] = _col(j.golden, c, j.gi).where(j.gi >= 0, _col(j.tot, c, j.ti))
+    for c in ("params", "dtype", "peak"):
+        cols[c] = _same_case_column(j.golden, j.tot, j.gi, j.ti, c, cols, golden_name, tot_name)
+    for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
+        gv, tv = _col(j.golden, c, j.gi, np.nan), _col(j.tot, c, j.ti, np.nan)
+        cols[c] = np.where(np.isnan(gv), tv, gv)
+    return cols
+
+
+def _notes(j: _Joined, vcode: np.ndarray, pct: np.ndarray) -> pd.Categorical:
+    """A note only for the few failed, unstable or flagged rows: codes into a small category list, '' elsewhere."""
     note_of: dict[int, str] = {}
+
+    def add(i: int, text: str, join: bool = True) -> None:
+        if i in note_of and join:
+            note_of[i] = f"{note_of[i]}; {text}"
+        else:
+            note_of.setdefault(i, text)
+
+    _failure_notes(j, add)
+    u = STATUSES.index("unstable")
+    for i in np.flatnonzero((j.gsc == u) | (j.tsc == u)):
+        add(int(i), "unstable reps", join=False)
+    flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
+    if len(flagged):
+        _flag_notes(j, flagged, vcode, pct, add)
+    cats = ["", *sorted(set(note_of.values()))]
+    pos = {c: k for k, c in enumerate(cats)}
+    codes = np.zeros(len(j.gi), dtype=np.int32)
+    for i, text in note_of.items():
+        codes[i] = pos[text]
+    return pd.Categorical.from_codes(codes, categories=cats)
+
+
+def _failure_notes(j: _Joined, add: Any) -> None:
+    status_names = np.asarray([*STATUSES, ""], dtype=object)  # code -1 → ""
     timed_codes = [STATUSES.index(s_) for s_ in TIMED_STATUSES]
-    for label, st, sc, df, rows in (("TOT", ts, tsc, tot, ti), ("golden", gs, gsc, golden, gi)):
+    for label, sc, df, rows in (("TOT", j.tsc, j.tot, j.ti), ("golden", j.gsc, j.golden, j.gi)):
         failed = np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0))
         if len(failed):
-            errs = _col(df, "error", rows[failed])
-            for i, e in zip(failed, errs, strict=True):
-                text = f"{label} {st[i]}: {first_line(str(e))}".rstrip(": ")
+            for i, e in zip(failed, _col(df, "error", rows[failed]), strict=True):
                 # neither side timed: both statuses (a skip beside a failure reads failed_in_both)
-                note_of[int(i)] = f"{note_of[int(i)]}; {text}" if int(i) in note_of else text
-    u = STATUSES.index("unstable")
-    for i in np.flatnonzero((gsc == u) | (tsc == u)):
-        note_of.setdefault(int(i), "unstable reps")
-    flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
-    if len(flagged) and "rep_times_us" in golden.columns and "rep_times_us" in tot.columns:
-        g_reps = pd.Series(_col(golden, "rep_times_us", gi[flagged]), dtype=object).astype(str)
-        t_reps = pd.Series(_col(tot, "rep_times_us", ti[flagged]), dtype=object).astype(str)
+                add(int(i), f"{label} {status_names[sc[i]]}: {first_line(str(e))}".rstrip(": "))
+
+
+def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
+    """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
+    g, t = j.golden, j.tot
+    if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
+        g_reps = pd.Series(_col(g, "rep_times_us", j.gi[flagged]), dtype=object).astype(str)
+        t_reps = pd.Series(_col(t, "rep_times_us", j.ti[flagged]), dtype=object).astype(str)
         both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()  # files without rep times: skip
         for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
-                note_of.setdefault(int(i), note)
-    if len(flagged) and "sm_clock_mhz" in golden.columns and "sm_clock_mhz" in tot.columns:
-        g_clk = _col(golden, "sm_clock_mhz", gi[flagged], np.nan)
-        t_clk = _col(tot, "sm_clock_mhz", ti[flagged], np.nan)
+                add(int(i), note, join=False)
+    if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
+        g_clk = _col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
+        t_clk = _col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
         for i, gc, tc in zip(flagged, g_clk, t_clk, strict=True):
             note = clock_note(float(gc), float(tc), float(pct[i]))
             if note:
-                note_of[int(i)] = f"{note_of[int(i)]}; {note}" if int(i) in note_of else note
-    cats = ["", *sorted(set(note_of.values()))]
-    pos = {c: k for k, c in enumerate(cats)}
-    codes = np.zeros(len(gi), dtype=np.int32)
-    for i, text in note_of.items():
-        codes[i] = pos[text]
-    cols["note"] = pd.Categorical.from_codes(codes, categories=cats)
-    return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
+                add(int(i), note)
 
 
 def _same_case_column(
