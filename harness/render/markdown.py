@@ -8,6 +8,7 @@ and says so, pointing at the full artifact.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -87,11 +88,25 @@ def render_markdown(
     title: str = "Kernel performance: golden vs TOT",
     explain_url: str = "",
 ) -> str:
-    t = cmp.table
+    out = _summary(cmp, title, explain_url)
+    body, dropped = _fit(_sections(cmp), limit - len(out) - 400)  # 400: room for the truncation notes
+    out += body
+    if dropped:
+        out += (
+            f"\n> ⚠️ Truncated to fit GitHub's {limit:,}-character comment limit: {dropped} table rows "
+            f"are not shown. The full table is in {artifact}.\n"
+        )
+    if len(out) > limit:
+        raise AssertionError("markdown renderer exceeded its own limit")  # our bug, not the user's
+    return out
+
+
+def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
+    """The part always shown whole: headline, rule, warnings, environments, verdict counts."""
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
     status = "✅ no regressions" if reg + fail == 0 else f"❌ {reg} regressions, {fail} TOT failures"
-    headline = f"**{status}** across {len(t)} cases.  \n"
+    headline = f"**{status}** across {len(cmp.table)} cases.  \n"
     if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
         headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
     parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]
@@ -106,67 +121,59 @@ def render_markdown(
     parts.append("| verdict | cases |\n|---|---:|\n")
     parts += [f"| {v} | {n} |\n" for v, n in counts.items() if n]
     parts.append("\n")
-    fixed = "".join(parts)
+    return "".join(parts)
 
-    sections: list[tuple[str, str, Iterator[str], int, str]] = []  # (opening, header, rows, nrows, closing)
+
+class _Section(NamedTuple):
+    opening: str
+    header: str
+    rows: Iterator[str]
+    nrows: int
+    closing: str
+
+
+def _sections(cmp: Comparison) -> list[_Section]:
+    """The tables, most urgent first: what needs attention, then per kernel, then everything else."""
+    t = cmp.table
+    sections = []
     top = t[t["verdict"].isin(ATTENTION)]
     lost = ", cases missing or skipped in TOT" if (~top["verdict"].isin(BLOCKING)).any() else ""
     if len(top):
-        sections.append(
-            (
-                f"### Regressions and TOT failures{lost} ({len(top)}, worst first)\n\n",
-                _header(top, True),
-                _rows(top, True),
-                len(top),
-                "\n",
-            )
-        )
+        opening = f"### Regressions and TOT failures{lost} ({len(top)}, worst first)\n\n"
+        sections.append(_Section(opening, _header(top, True), _rows(top, True), len(top), "\n"))
     pk = cmp.per_kernel()
     if len(pk):
         cols = list(pk.columns)
         head = "| kernel | " + " | ".join(cols) + " |\n|---|" + "|".join("---:" for _ in cols) + "|\n"
         krows = ["| " + str(k) + " | " + " | ".join(str(int(x)) for x in r) + " |\n" for k, r in pk.iterrows()]
-        sections.append(
-            ("<details><summary>Per kernel</summary>\n\n", head, iter(krows), len(krows), "\n</details>\n\n")
-        )
+        opening = "<details><summary>Per kernel</summary>\n\n"
+        sections.append(_Section(opening, head, iter(krows), len(krows), "\n</details>\n\n"))
     rest = t[~t.index.isin(top.index)]
     if len(rest):
-        sections.append(
-            (
-                f"<details><summary>All other cases ({len(rest)})</summary>\n\n",
-                _header(rest, True),
-                _rows(rest, True),
-                len(rest),
-                "\n</details>\n",
-            )
-        )
+        opening = f"<details><summary>All other cases ({len(rest)})</summary>\n\n"
+        sections.append(_Section(opening, _header(rest, True), _rows(rest, True), len(rest), "\n</details>\n"))
+    return sections
 
-    out = fixed
-    budget = limit - len(out) - 400  # room for the truncation notes
-    dropped = 0
-    for opening, head, rows, nrows, closing in sections:
-        block_fixed = len(opening) + len(head) + len(closing) + 80
-        if budget < block_fixed + 200:
-            dropped += nrows
+
+def _fit(sections: list[_Section], budget: int) -> tuple[str, int]:
+    """As many rows of each section as fit in `budget` characters, in order; returns (text, rows dropped)."""
+    out, dropped = "", 0
+    for s in sections:
+        fixed = len(s.opening) + len(s.header) + len(s.closing) + 80
+        if budget < fixed + 200:
+            dropped += s.nrows
             continue
         kept: list[str] = []
-        used = block_fixed
-        for r in rows:
+        used = fixed
+        for r in s.rows:
             if used + len(r) > budget:
                 break
             kept.append(r)
             used += len(r)
         body = "".join(kept)
-        if len(kept) < nrows:
-            dropped += nrows - len(kept)
-            body += f"\n*… {nrows - len(kept)} more rows not shown.*\n"
-        out += opening + head + body + closing
+        if len(kept) < s.nrows:
+            dropped += s.nrows - len(kept)
+            body += f"\n*… {s.nrows - len(kept)} more rows not shown.*\n"
+        out += s.opening + s.header + body + s.closing
         budget -= used
-    if dropped:
-        out += (
-            f"\n> ⚠️ Truncated to fit GitHub's {limit:,}-character comment limit: {dropped} table rows "
-            f"are not shown. The full table is in {artifact}.\n"
-        )
-    if len(out) > limit:
-        raise AssertionError("markdown renderer exceeded its own limit")  # our bug, not the user's
-    return out
+    return out, dropped
