@@ -22,7 +22,7 @@ from kernels import gemm_all_scatter as gas
 SPEC = replace(
     gas.SPEC,
     name="torch_gemm_all_gather",
-    description="cuBLAS torch.mm of each rank's slice of A B^T, then NCCL all_gather_into_tensor into every rank's C",
+    description="cuBLAS torch.mm of each rank's slice of A B^T, then NCCL all_gather_into_tensor into every C",
     config=None,
     config_keys=(),
     default_config={},
@@ -47,8 +47,9 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     if inputs["world"] > 1:
         import torch.distributed as dist
 
-        # all_gather_single is all_gather_into_tensor's newer name (torch 2.13 deprecates the old one; older torch has only it)
-        (getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor)(yt, mine)
+        # all_gather_single: all_gather_into_tensor's newer name (torch 2.13 deprecates the old; older torch has only it)
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        gather(yt, mine)
     return y
 
 

@@ -12,7 +12,8 @@ on the current stream (a one-block kernel: a release signal to every peer, an ac
 system scope). The one after the kernel is what correctness needs: no rank reads its Y before every peer's
 stores into it are done. The one before it keeps a rank from writing into a peer's Y while that peer still
 works on it (the harness fills Y with NaN before the first launch; a peer that starts early would have its tiles
-overwritten). Both are in the timed launch: the communication costs them. Only point-to-point stores and the
+overwritten; in a model, the previous step's reader of Y). Both are in the timed launch: the communication costs
+them, and the first one's wait holds the ranks' skew in arriving at the launch. Only point-to-point stores and the
 signal pads are used: no multicast objects or multimem instructions anywhere (NVLink multicast can take a
 shared host's GPUs out of service), and make_inputs refuses to allocate peer memory unless the environment
 turns multicast off for torch, NCCL and NVSHMEM.
@@ -295,9 +296,8 @@ def b_seed(seed: int, r: int) -> int:
 
 def operands(params: dict[str, Any], seed: int, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(A, B_rank): A (M, K) the same on every rank, B_rank (N/W, K) with unit-variance outputs at every K."""
-    M, N, K, W = (int(params[k]) for k in "MNKW")
-    dt, dev = DTYPES[params["dtype"]], C.device()
-    a = C.rand((M, K), dt, C.generator(seed, dev), dev)
+    dev = C.device()
+    a = C.rand((int(params["M"]), int(params["K"])), DTYPES[params["dtype"]], C.generator(seed, dev), dev)
     return a, b_slice(params, seed, rank)
 
 
@@ -326,8 +326,8 @@ def _symmetric_output(shape: tuple[int, int], dt: torch.dtype, rank: int) -> tup
     handle = symm_mem.rendezvous(y, name)
     offset = int(getattr(handle, "offset", 0))
     ptrs = [int(p) + offset for p in handle.buffer_ptrs]
-    if ptrs[rank] != y.data_ptr():
-        raise RuntimeError(f"symmetric memory: rank {rank}'s buffer pointer {ptrs[rank]:#x} is not Y {y.data_ptr():#x}")
+    if ptrs[rank] != y.data_ptr():  # what buffer_ptrs and offset mean changed: never store through a guess
+        raise RuntimeError(f"symmetric memory: rank {rank}'s peer pointer {ptrs[rank]:#x} is not Y's {y.data_ptr():#x}")
     return y, handle, ptrs
 
 
@@ -353,8 +353,9 @@ def make_inputs(params: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 def supported(params: dict[str, Any]) -> str | None:
-    if params["W"] > 1 and C.backend() == "interp":
-        return f"W={params['W']} needs {params['W']} GPUs with peer memory (symmetric memory); the CPU interpreter has none"
+    W = params["W"]
+    if W > 1 and C.backend() == "interp":
+        return f"W={W} needs {W} GPUs with peer memory (symmetric memory); the CPU interpreter has none"
     return None
 
 
@@ -363,7 +364,8 @@ def plan(M: int, n_local: int, K: int, meta: dict[str, Any]) -> dict[str, int]:
     tiles = triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(n_local, meta["BLOCK_SIZE_N"])
     sms = int(meta.get("NUM_SMS", 0) or 0)
     programs = min(tiles, sms) if sms > 0 else tiles
-    return {"programs": programs, "tiles_per_program": triton.cdiv(tiles, programs), "k_tiles": triton.cdiv(K, meta["BLOCK_SIZE_K"])}  # fmt: skip
+    k_tiles = triton.cdiv(K, meta["BLOCK_SIZE_K"])
+    return {"programs": programs, "tiles_per_program": triton.cdiv(tiles, programs), "k_tiles": k_tiles}
 
 
 def scatter_gemm(

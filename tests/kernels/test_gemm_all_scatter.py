@@ -291,8 +291,8 @@ def shipped_aot_jobs() -> list[dict[str, Any]]:
         for bucket, cfg in read_config_file(path).items():
             for W in (1, 4):
                 where = f"{path.name}:{bucket}:W{W}"
-                jobs.setdefault(_aot_key(cfg, W), {"id": where, "kind": "aot", "config": cfg, "W": W,
-                                                   "MNK": [BUCKET_M[bucket], *nk], "where": []})["where"].append(where)  # fmt: skip
+                job = {"id": where, "kind": "aot", "config": cfg, "W": W, "MNK": [BUCKET_M[bucket], *nk], "where": []}
+                jobs.setdefault(_aot_key(cfg, W), job)["where"].append(where)
     return list(jobs.values())
 
 
@@ -343,8 +343,8 @@ class Batch:
         if mode != "aot":
             env["TRITON_INTERPRET"] = "1"
         if ranks > 1:  # what the worker group gives every rank (harness/run/group.py)
-            env.update(WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
-                       NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")  # fmt: skip
+            env.update(WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+            env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
         self.procs = [
             subprocess.Popen(
                 [python, str(Path(__file__).resolve()), mode, str(path)],
