@@ -571,10 +571,11 @@ def _forbidden(word: str) -> bool:
 
 
 def _python_words(text: str) -> list[tuple[int, str]]:
-    """(line, word) of every identifier, and every word in a string that is not a docstring; comments skipped."""
-    words, prev = [], tokenize.NEWLINE
+    """(line, word) of every identifier but the names a ``def`` or ``class`` gives (a test named for what it refuses
+    uses nothing), and every word in a string that is not a docstring; comments skipped."""
+    words, prev, prev_name = [], tokenize.NEWLINE, ""
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.NAME:
+        if tok.type == tokenize.NAME and prev_name not in ("def", "class"):
             words.append((tok.start[0], tok.string))
         elif tok.type == tokenize.STRING and prev not in (
             tokenize.NEWLINE,
@@ -584,7 +585,7 @@ def _python_words(text: str) -> list[tuple[int, str]]:
         ):
             words += [(tok.start[0], w) for w in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", tok.string)]
         if tok.type not in (tokenize.COMMENT, tokenize.NL):
-            prev = tok.type
+            prev, prev_name = tok.type, tok.string if tok.type == tokenize.NAME else ""
     return words
 
 
@@ -629,6 +630,8 @@ def test_the_multicast_scan_catches_real_uses():
         'os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"\n'
         'print("NVLink multicast must stay off")\n'
         "cuda.cuMulticastCreate(prop)\n"
+        "def test_refuses_multicast_objects():\n"
+        "    pass\n"
     )
     found = [(n, w) for n, w in _python_words(sample) if _forbidden(w)]
     assert found == [
