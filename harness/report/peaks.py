@@ -53,8 +53,9 @@ def kernel_ceiling(peak: str, peaks: dict[str, float]) -> tuple[str, float | Non
     return want, None
 
 
-#: what a --ceilings file may set: the datasheet keys
-CEILING_KEYS = sorted({k for peaks in GPU_PEAKS.values() for k in peaks})
+#: what a --ceilings file may set: the datasheet keys, and the measured all-to-all NVLink egress of one GPU
+#: (GB/s, one direction: benchmarks/nvlink_bandwidth.py writes it)
+CEILING_KEYS = sorted({k for peaks in GPU_PEAKS.values() for k in peaks} | {"nvlink_gbs"})
 
 
 def load_ceilings(path: Path) -> dict[str, float]:
