@@ -92,12 +92,19 @@ def _uuid(env: dict) -> str:
     return _gpu_field(env, "uuid").lower().removeprefix("gpu-")
 
 
+def _several_gpus(env: dict) -> bool:
+    parts = env.get("parts") or []
+    return len(env.get("gpus") or []) > 1 or len({str(p.get("host")) for p in parts if isinstance(p, dict)}) > 1
+
+
 def other_gpu(golden_env: dict, tot_env: dict) -> str:
     """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
     ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
     gg, tg = _gpu_field(golden_env, "name"), _gpu_field(tot_env, "name")
     if gg and tg and gg != tg:
         return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
+    if _several_gpus(golden_env) or _several_gpus(tot_env):
+        return ""  # merged from parts on several GPUs: the sidecar names only the first; the rows' gpu column decides
     gu, tu = _uuid(golden_env), _uuid(tot_env)
     gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")
     if gu and tu and gu != tu:

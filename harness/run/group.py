@@ -12,6 +12,7 @@ worker refuses to start a rank without them (harness/worker/group.py).
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -44,10 +45,19 @@ def rank_env(rank: int, world: int, port: int, gpus: list[int] | None = None) ->
     return env
 
 
+def inherited_gpus() -> list[str] | None:
+    """The GPUs this process was given (a Slurm allocation, a CI runner pinned to some GPUs): its own
+    CUDA_VISIBLE_DEVICES entries (indices or UUIDs), or None when it was given every GPU of the machine."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if given is None else [g.strip() for g in given.split(",") if g.strip()]
+
+
 def visible(gpus: list[int] | tuple[int, ...]) -> dict[str, str]:
-    """The environment that shows a process only ``gpus``: CUDA_VISIBLE_DEVICES, which ROCm honours too (setting
-    HIP_VISIBLE_DEVICES as well would filter twice there)."""
-    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)}
+    """The environment that shows a process only ``gpus``, numbered as this process sees them (0 is the first GPU
+    it was given): CUDA_VISIBLE_DEVICES, which ROCm honours too (setting HIP_VISIBLE_DEVICES as well would filter
+    twice there)."""
+    given = inherited_gpus()
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) if given is None else given[g] for g in gpus)}
 
 
 class WorkerGroup:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from harness.errors import HarnessError
 from harness.fsutil import atomic_write, refuse_overwrite
 from harness.inputs.suite import load_suite
 from harness.results.load import load_results
-from harness.results.schema import sidecar_path
+from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.sidecar import write_sidecar
 
 #: sidecar fields the parts of one results file must share: what their times depend on
@@ -92,7 +94,12 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
         w = csv.writer(fh)
         w.writerow(header)
         w.writerows(rows)
-    write_sidecar(out, merged_sidecar(parts, envs))
+    meta = merged_sidecar(parts, envs)
+    meta.pop("artifacts_dir", None)  # the first part's folder, relative to that part: see gather_artifacts
+    kept = gather_artifacts(parts, envs, out)
+    if kept:
+        meta["artifacts_dir"] = kept
+    write_sidecar(out, meta)
     status = header.index("status")
     counts: dict[str, int] = {}
     for r in rows:
@@ -109,6 +116,30 @@ def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:
     extra = sorted(present - wanted)
     if extra:
         raise HarnessError(f"{suite}: {len(extra)} cases of the parts are not in the suite (e.g. {'/'.join(extra[0])})")
+
+
+def gather_artifacts(parts: list[Path], envs: list[dict[str, Any]], out: Path) -> str | None:
+    """Every part's compiled kernels (``--artifacts``) under OUT's own artifacts folder, so that ``harness explain
+    OUT`` finds them all: hard links where the filesystem allows (no space spent twice), copies elsewhere. A file
+    two parts both hold (one kernel compiled on two GPUs of a model) is kept once; nothing is overwritten.
+    Returns the folder's name, or None when no part kept kernels."""
+    sources = [artifacts_dir(p, e) for p, e in zip(parts, envs) if e.get("artifacts_dir")]
+    sources = [src for src in sources if src.is_dir()]
+    if not sources:
+        return None
+    dest = artifacts_dir(out)
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        for item in sorted(src.rglob("*")):
+            target = dest / item.relative_to(src)
+            if item.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif not target.exists():
+                try:
+                    os.link(item, target)
+                except OSError:
+                    shutil.copy2(item, target)
+    return dest.name
 
 
 def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
+from harness.run.group import inherited_gpus
 from harness.run.interleave import run_interleaved
 from harness.run.merge import merge_results
 from harness.run.options import RunOptions
@@ -30,11 +31,14 @@ Bars = Callable[[str], Callable[[int, str, int, int], None]]
 
 
 def parse_gpus(text: str) -> list[int]:
-    """``all`` (every GPU nvidia-smi or rocm-smi lists) or ``0,1,2,3``."""
+    """``all`` or ``0,1,2,3``: GPUs numbered as this process sees them, so under CUDA_VISIBLE_DEVICES=2,3 (a
+    Slurm allocation) ``all`` is GPUs 2 and 3 of the machine, and no other job's."""
+    given = inherited_gpus()
     if text.strip() == "all":
-        found = _count_gpus()
+        found = _count_gpus() if given is None else len(given)
         if not found:
-            raise HarnessError("--gpus all: no GPU found (nvidia-smi -L / rocm-smi list none); give --gpus 0,1,...")
+            raise HarnessError("--gpus all: no GPU found (nvidia-smi -L / rocm-smi list none, or CUDA_VISIBLE_DEVICES "
+                               "is empty); give --gpus 0,1,...")  # fmt: skip
         return list(range(found))
     try:
         gpus = [int(x) for x in text.split(",") if x.strip()]
@@ -42,6 +46,9 @@ def parse_gpus(text: str) -> list[int]:
         gpus = []
     if not gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
         raise HarnessError(f"--gpus {text!r}: expected 'all' or distinct GPU indices such as 0,1,2,3")
+    if given is not None and max(gpus) >= len(given):
+        raise HarnessError(f"--gpus {text!r}: this process was given {len(given)} GPUs (CUDA_VISIBLE_DEVICES="
+                           f"{','.join(given)}), numbered 0 to {len(given) - 1}")  # fmt: skip
     return gpus
 
 

@@ -75,3 +75,28 @@ def test_shards_of_a_suite_merge_back_into_it(tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness", "merge", str(parts[0]), "--out", str(tmp_path / "x.csv"),
                         "--suite", str(suite)], capture_output=True, text=True, env=ENV, cwd=ROOT)  # fmt: skip
     assert r.returncode == 2 and "cases are in no part" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_gpus_all_means_the_gpus_this_process_was_given(monkeypatch, tmp_path):
+    from harness.run.group import visible
+
+    # a 4-GPU machine as nvidia-smi lists it (it ignores CUDA_VISIBLE_DEVICES), of which this process was given 2,3
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\nfor i in 0 1 2 3; do echo "GPU $i: NVIDIA H200 (UUID: GPU-$i)"; done\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    shown = {visible([g])["CUDA_VISIBLE_DEVICES"] for g in parse_gpus("all")}
+    assert shown == {"2", "3"}
+
+
+def test_gpu_indices_count_within_the_gpus_this_process_was_given(monkeypatch):
+    from harness.run.group import visible
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb")
+    assert (
+        visible([1]) == {"CUDA_VISIBLE_DEVICES": "GPU-bb"}
+        and visible([0, 1])["CUDA_VISIBLE_DEVICES"] == "GPU-aa,GPU-bb"
+    )
+    with pytest.raises(HarnessError, match="given 2 GPUs"):
+        parse_gpus("0,2")
