@@ -51,3 +51,40 @@ def synthetic_wheel(folder: Path, version: str = "3.7.1", noise: int = 300_000) 
                 zi.external_attr = (0o100000 | mode) << 16
             zf.writestr(zi, data)
     return path
+
+
+SHIM = '''"""Triton {version} for tests: the next Triton on sys.path, run under this package's name and version."""
+import os as _os
+import sys as _sys
+
+_here = _os.path.realpath(_os.path.dirname(__file__))
+for _p in _sys.path:
+    _cand = _os.path.realpath(_os.path.join(_p or ".", "triton"))
+    if _cand != _here and _os.path.isfile(_os.path.join(_cand, "__init__.py")):
+        break
+else:
+    raise ImportError("no Triton behind the test shim")
+__path__ = [_cand]
+__file__ = _os.path.join(_cand, "__init__.py")
+with open(__file__) as _f:
+    exec(compile(_f.read(), __file__, "exec"))
+__version__ = "{version}"
+'''
+
+
+def shim_wheel(folder: Path, version: str) -> Path:
+    """A wheel of a Triton "release" that runs the Triton installed behind it under another version number: the
+    CPU tests' stand-in for a release (only ``triton.__version__`` differs), packed and unpacked like a real one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"triton-{version}-py3-none-any.whl"
+    dist = f"triton-{version}.dist-info"
+    files = {
+        "triton/__init__.py": SHIM.format(version=version),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: triton\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nTag: py3-none-any\n",
+        f"{dist}/RECORD": "",
+    }
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 2, 3, 4, 5)), text)
+    return path
