@@ -88,7 +88,6 @@ class Outcome:
     histories: dict[str, Any] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
 
 def key_of(kernel: str, case_id: str) -> str:
@@ -137,7 +136,7 @@ def find_suite(cmp: Comparison, compare_csv: Path, given: str | None) -> Path:
     return found
 
 
-def find_spec(cmp_env: dict[str, Any], given: str | None, option: str, compare_csv: Path) -> EnvSpec | None:
+def find_spec(cmp_env: dict[str, Any], given: str | None) -> EnvSpec | None:
     """The env spec a side of the comparison ran (its sidecar's file, else envs/<same name>); None if neither
     exists. ``given`` wins."""
     if given:
@@ -209,6 +208,10 @@ def probe_stacks(stacks: list[Stack], cmp: Comparison, log) -> None:
         other = seen.setdefault((s.version, s.path), s)
         if other is not s:
             raise HarnessError(f"{other.spec.path} and {s.spec.path} both run Triton {s.version} from {s.path}")
+    labels = [s.label for s in stacks]
+    twice = next((lb for lb in labels if labels.count(lb) > 1), None)
+    if twice is not None:
+        raise HarnessError(f"two stacks run Triton {twice}: a bisection takes one stack per release")
     want = (cmp.golden_env.get("triton") or {}).get("version")
     if want and not same_version(stacks[0].version, str(want)):
         log(f"warning: golden now runs Triton {stacks[0].version}; the comparison's golden ran {want}")
@@ -241,11 +244,11 @@ def make_plan(
     targets = select_targets(cmp, patterns, str(compare_csv))
     suite_path = find_suite(cmp, compare_csv, suite)
     cases = match_cases(targets, suite_path)
-    g = find_spec(cmp.golden_env, golden, "--golden", compare_csv)
+    g = find_spec(cmp.golden_env, golden)
     if g is None:
         raise HarnessError(f"{compare_csv}: the env spec its golden run used is not here: pass --golden ENV")
     check_venv(g)
-    t = None if tot == "none" else find_spec(cmp.tot_env, tot, "--tot", compare_csv)
+    t = None if tot == "none" else find_spec(cmp.tot_env, tot)
     if t is None and tot not in (None, "none"):
         raise HarnessError(f"--tot {tot}: no such env spec")
     if t is not None:

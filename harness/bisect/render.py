@@ -36,6 +36,12 @@ def _last(res: Outcome, key: str, stack: str) -> Measurement | None:
     return ms[-1][1] if ms else None
 
 
+def golden_us(res: Outcome, key: str) -> float | None:
+    """The case's golden time in round 1 (beside the first release)."""
+    ms = res.measurements.get((key, res.plan.stacks[1].key))
+    return ms[0][1].golden_us if ms else None
+
+
 # --------------------------------------------------------------------------------------------- tables
 
 
@@ -74,8 +80,7 @@ def culprits_frame(res: Outcome) -> pd.DataFrame:
             "culprit": cul.text() if cul else "", "last_good": cul.good if cul else "", "first_bad": cul.bad if cul else "",
             "git_range": g.get("range", ""), "compare_url": g.get("compare_url", ""), "summary": h.text,
         }  # fmt: skip
-        first = _last(res, c.key, plan.stacks[1].key)
-        row[f"us {plan.stacks[0].label}"] = first.golden_us if first else None
+        row[f"us {plan.stacks[0].label}"] = golden_us(res, c.key)
         for s in plan.stacks[1:]:
             m = _last(res, c.key, s.key)
             row[f"state {s.label}"] = res.states.get((c.key, s.key), "")
@@ -208,8 +213,8 @@ def _series(res: Outcome) -> list[str]:
     head = ["case", f"{plan.stacks[0].label}, µs", *(s.label for s in plan.stacks[1:])]
     rows = []
     for c in plan.cases:
-        first = _last(res, c.key, plan.stacks[1].key)
-        row = [f"`{c.key}`", f"{first.golden_us:.2f}" if first and first.golden_us else ""]
+        g = golden_us(res, c.key)
+        row = [f"`{c.key}`", f"{g:.2f}" if g else ""]
         for s in plan.stacks[1:]:
             st = res.states.get((c.key, s.key), "")
             m = _last(res, c.key, s.key)
@@ -277,7 +282,9 @@ def plot(res: Outcome) -> bytes:
                            s=60 if noisy else 28, zorder=4 if noisy else 3,
                            edgecolors="black" if noisy else "none")  # fmt: skip
     ax.axhline(0, color="#7f7f7f", lw=0.8)
-    ax.axhline(100 * (plan.cmp.rule.rel - 1), color="#d62728", lw=0.8, ls="--", label="rule: +0.5 % (+0.5 µs)")
+    rule = plan.cmp.rule
+    ax.axhline(100 * (rule.rel - 1), color="#d62728", lw=0.8, ls="--",
+               label=f"rule: +{100 * (rule.rel - 1):g} % (+{rule.abs_us:g} µs)")  # fmt: skip
     ax.set_xticks(range(len(labels)), labels, rotation=15)
     ax.set_ylabel("Δ vs golden of the same run, %")
     ax.set_title("Each case against golden, release by release (✕ bad, ◆ noisy, ● good)")

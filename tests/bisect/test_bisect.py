@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,33 @@ def test_bisect_four_stacks_on_the_cpu(tmp_path):
     assert "Triton's CPU interpreter compiles no kernels" in md and " of 3 bad) |" in md  # noisy: how it fell
     assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "steps" / "3.7.1..3.8.0" / "compare.csv").exists()
+
+
+@pytest.mark.slow
+def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, monkeypatch):
+    """The probe: an overlay whose folder lost its triton package falls back to site-packages' Triton; two envs
+    importing one Triton would compare a stack with itself."""
+    from harness.bisect.bisect import Stack, probe_stacks
+    from harness.envs.pack import pack, unpack
+    from harness.inputs.env import load_env_spec, release_env
+    from tests.envs.wheels import shim_wheel
+
+    golden = tmp_path / "g.yaml"
+    golden.write_text(f"python: {sys.executable}\n")
+    g = load_env_spec(golden)
+    pack("3.7.1", tmp_path / "b", wheel=shim_wheel(tmp_path / "w", "3.7.1"), log=lambda m: None)
+    dest, _ = unpack(tmp_path / "b", tmp_path / "tri" / "3.7.1", log=lambda m: None)
+    monkeypatch.setenv("HARNESS_TRITON_DIR", str(tmp_path / "tri"))
+    rel = release_env("3.7.1", "overlay", g, tmp_path / "envs")
+    cmp = load_compare(cmp_csv)
+    stacks = [Stack("golden", "golden", g), Stack("3.7.1", "release", rel, asked="3.7.1"), Stack("tot", "tot", None)]
+    probe_stacks(stacks, cmp, log=lambda m: None)
+    assert [s.label for s in stacks] == [f"{stacks[0].version} (golden)", "3.7.1", "3.9.0 (TOT)"]
+    shutil.rmtree(dest / "triton")
+    with pytest.raises(
+        HarnessError, match=r"triton-3.7.1.yaml: its worker imports Triton 3\.\d+\.\d+ from .*, not 3.7.1"
+    ):
+        probe_stacks(stacks, cmp, log=lambda m: None)
+    twin = [Stack("golden", "golden", g), Stack("again", "release", g), Stack("tot", "tot", None)]
+    with pytest.raises(HarnessError, match=r"g.yaml and .*g.yaml both run Triton"):
+        probe_stacks(twin, cmp, log=lambda m: None)
