@@ -21,6 +21,7 @@
 #                                                        BISECT_VERSIONS from bundles STAGE/<version>/p*/ made by
 #                                                        `harness env pack VERSION --python 3.12 --out
 #                                                        STAGE/VERSION`, unpacked into HARNESS_TRITON_DIR
+#                                                        (and STAGE/TOT_VERSION into HARNESS_TOT_TRITON if absent)
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -90,6 +91,10 @@ for step in "$@"; do
     bisect)  # each committed H100 regression: the first release slower than golden (3.7.0, 3.7.1, 3.8.0 by default)
       export HARNESS_TRITON_DIR=${HARNESS_TRITON_DIR:-/tmp/triton}
       versions=${BISECT_VERSIONS:-3.7.0 3.7.1 3.8.0}
+      tv=${TOT_VERSION:-3.9.0}  # TOT's overlay from its bundle too, when the node has none yet
+      if [ ! -d "$HARNESS_TOT_TRITON/triton" ] && [ -d "${STAGE:-.stage}/$tv" ]; then
+        h env unpack "${STAGE:-.stage}/$tv" --dest "$HARNESS_TOT_TRITON" 2>&1 | tail -2
+      fi
       for v in $versions; do
         stamp "unpack triton $v"
         [ -f "$HARNESS_TRITON_DIR/$v/.harness-overlay.json" ] || h env unpack "${STAGE:-.stage}/$v" 2>&1 | tail -2
