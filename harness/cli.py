@@ -105,7 +105,10 @@ def compare(
         raise typer.Exit(1)
 
 
-env_app = typer.Typer(help="Environment specs: create a venv, show what a spec resolves to.", no_args_is_help=False)
+env_app = typer.Typer(
+    help="Environment specs: create a venv, show what a spec resolves to; pack and unpack a Triton release.",
+    no_args_is_help=False,
+)
 app.add_typer(env_app, name="env")
 
 
@@ -118,6 +121,77 @@ def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME"
 
     py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m, markup=False))
     print(py)
+
+
+@env_app.command("pack")
+def env_pack(
+    version: Annotated[str, typer.Argument(help="the Triton release, e.g. 3.8.0")],
+    out: Annotated[Path | None, typer.Option("--out", help="new folder for the parts (default .stage/VERSION)")] = None,
+    part_mb: Annotated[float, typer.Option("--part-mb", help="largest part, MiB (each part in its own folder)")] = 45.0,
+    python: Annotated[
+        str | None, typer.Option("--python", help="the node's Python, MAJOR.MINOR (default: this one's)")
+    ] = None,
+    arch: Annotated[str, typer.Option("--arch", help="the node's CPU: x86_64 or aarch64")] = "x86_64",
+    wheel: Annotated[Path | None, typer.Option("--wheel", help="a wheel file at hand instead of pip download")] = None,
+    index_url: Annotated[str | None, typer.Option("--index-url", help="pip's index (default: PyPI)")] = None,
+    find_links: Annotated[
+        str | None, typer.Option("--find-links", help="a folder or page of wheels (alone: no index)")
+    ] = None,
+    level: Annotated[int, typer.Option("--level", help="xz preset, 0 (fastest) to 9 (smallest)")] = 6,
+) -> None:
+    """The offline bundle of a Triton release for an NVIDIA node: the wheel without the AMD backend and static
+    libraries (ptxas-blackwell stays), as tar.xz parts with sha256 checksums and a manifest."""
+    from harness.envs.pack import pack
+    from harness.render.progress import byte_bars
+    from harness.render.terminal import stderr
+
+    con = stderr()
+    target = out or Path(".stage") / version
+    with byte_bars(con) as bars:
+        man = pack(
+            version,
+            target,
+            part_mb=part_mb,
+            python=python,
+            arch=arch,
+            wheel=wheel,
+            index_url=index_url,
+            find_links=find_links,
+            level=level,
+            log=lambda m: con.print(m, markup=False, highlight=False),
+            progress=bars,
+        )
+    arch_ = man["archive"]
+    print(
+        f"packed triton {man['version']} (Python {man['python']}) into {target}: {len(man['parts'])} parts, "
+        f"{arch_['bytes'] / 1e6:.1f} MB, sha256 {arch_['sha256']}"
+    )
+    print(f"on the node: harness env unpack {target}   (every p*/ folder of it, gathered in one folder)")
+
+
+@env_app.command("unpack")
+def env_unpack(
+    src: Annotated[Path, typer.Argument(help="the folder holding the bundle's parts (its p*/ folders)")],
+    dest: Annotated[
+        Path | None,
+        typer.Option(
+            "--dest", help="the overlay folder (default $HARNESS_TRITON_DIR/VERSION, else .harness/triton/VERSION)"
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace what DEST holds")] = False,
+) -> None:
+    """Check every part of a bundle (sizes, sha256) and unpack it as an overlay for `mode: overlay` env specs."""
+    from harness.envs.pack import unpack
+    from harness.render.progress import byte_bars
+    from harness.render.terminal import stderr
+
+    con = stderr()
+    with byte_bars(con) as bars:
+        where, rec = unpack(
+            src, dest, force=force, log=lambda m: con.print(m, markup=False, highlight=False), progress=bars
+        )
+    print(f"PYTHONPATH={where}")
+    print(f"env spec: triton: {rec['version']}, mode: overlay, overlay: {where}")
 
 
 @env_app.command("show")
@@ -393,6 +467,73 @@ def explain(
 
 
 @app.command()
+def bisect(
+    compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
+    versions: Annotated[
+        str,
+        typer.Option(
+            "--versions",
+            help="the releases between golden and TOT, in order, comma-separated (3.7.0,3.7.1,3.8.0); an item may "
+            "be an env spec file instead",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="folder for bisect.md, the CSVs, the plot and the runs")],
+    case: Annotated[
+        list[str] | None,
+        typer.Option("--case", help="regex over 'kernel/case_id' (repeatable); default: regressions, TOT failures"),
+    ] = None,
+    suite: Annotated[str | None, typer.Option(help="the suite (default: the one the golden run measured)")] = None,
+    golden: Annotated[str | None, typer.Option(help="golden's env spec (default: the one golden ran)")] = None,
+    tot: Annotated[
+        str | None,
+        typer.Option(help="TOT's env spec to measure it again, or 'none' (default: the one TOT ran, if it is here)"),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option(help="how a release gets its env: venv (installs, online) or overlay (harness env unpack)")
+    ] = "venv",
+    artifacts: Annotated[
+        bool, typer.Option("--artifacts", help="keep the compiled kernels and explain each culprit step")
+    ] = False,
+    reps: Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")] = 3,
+    launches: Annotated[int | None, typer.Option(min=1, help="timed launches per rep (default: automatic)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
+    remeasure: Annotated[int, typer.Option(min=0, help="rounds that measure noisy pairs again")] = 2,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="go on with an interrupted bisection in OUT (same options)")
+    ] = False,
+) -> None:
+    """For every regressed case of COMPARE at once, the first Triton release at which it is slower than golden
+    (good / bad / noisy per release, non-monotonic histories as such), the compiled kernels at each culprit step
+    and the Triton git range of each step."""
+    from harness.bisect.bisect import bisect as run_bisect
+    from harness.render.terminal import stderr
+    from harness.run.options import RunOptions
+
+    if not 0 < timeout < float("inf"):
+        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    con = stderr()
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts)
+    items = [v.strip() for v in versions.split(",") if v.strip()]
+    res = run_bisect(
+        compare_csv,
+        items,
+        out,
+        measure=lambda runs, cases, o, s: _measure(con, runs, cases, o, s),
+        log=lambda m: con.print(m, markup=False, highlight=False),
+        patterns=case,
+        suite=suite,
+        golden=golden,
+        tot=tot,
+        mode=mode,
+        opts=opts,
+        remeasure=remeasure,
+    )
+    for key, h in res.histories.items():
+        print(f"{key}: {h.culprit.text() if h.culprit else '-'}" + ("" if h.kind == "step" else f" [{h.kind}]"))
+    print(f"wrote {out / 'bisect.md'} ({sum(r['seconds'] for r in res.rounds):.0f} s measuring)")
+
+
+@app.command()
 def report(
     results: Annotated[list[Path] | None, typer.Argument(help="results CSVs (each with its .env.json)")] = None,
     out: Annotated[Path, typer.Option("--out", help="folder for index.html and the PNGs")] = Path("reports/latest"),
@@ -534,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
     import signal
 
     args = sys.argv[1:] if argv is None else argv
-    resumable = bool(args) and args[0] == "run"
+    resumable = bool(args) and args[0] in ("run", "bisect")
     _SIGNALS.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: lint, the two real environments the pipeline tests need, then the whole test suite
+# The test command: lint, the real environments the tests need (Triton 3.6.0, 3.9.0 and 3.8.0 between them
+# for harness bisect), then the whole test suite
 # (CPU only; Triton kernels run under TRITON_INTERPRET=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
+python3 -m harness env create envs/venv-v380.yaml >/dev/null  # a release between the two, for harness bisect
 # the oldest typer (and click) that pyproject.toml allows, for the CLI's exit-code tests
 if [ ! -x .venvs/typer-floor/bin/python ]; then
   python3 -m venv --system-site-packages .venvs/typer-floor

@@ -16,6 +16,12 @@
 #                                                      pick: tune_pick.py over them into CONFIGS (a copy of
 #                                                        kernels/configs; HARNESS_CONFIG_DIR for later steps)
 #                                                      vendor: benchmarks/vendor_baseline.py (golden), FAMILIES
+#                                                      bisect: which release between golden and TOT made each
+#                                                        regression of BISECT_COMPARES slower (docs/bisect.md):
+#                                                        BISECT_VERSIONS from bundles STAGE/<version>/p*/ made by
+#                                                        `harness env pack VERSION --python 3.12 --out
+#                                                        STAGE/VERSION`, unpacked into HARNESS_TRITON_DIR
+#                                                        (and STAGE/TOT_VERSION into HARNESS_TOT_TRITON if absent)
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -39,6 +45,13 @@ hrun() {
   [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness run: no time left"; return 0; }; }
   timeout -s TERM "$t" python3 -m harness run "$@" || rc=$?
   [ $rc = 0 ] || echo "harness run: exit $rc"
+}
+# `harness bisect`, cut like hrun; --resume: a later call goes on where the last one stopped
+hbisect() {
+  local rc=0 t=${TIMEOUT:-100000}
+  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness bisect: no time left"; return 0; }; }
+  timeout -s TERM "$t" python3 -m harness bisect "$@" --resume || rc=$?
+  [ $rc = 0 ] || echo "harness bisect: exit $rc"
 }
 CONFIGS=${CONFIGS:-}
 [ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
@@ -74,6 +87,25 @@ for step in "$@"; do
       # shellcheck disable=SC2046 # one --family option per name
       python3 benchmarks/vendor_baseline.py --out "$R/vendor-ratios.md" --csv "$R/vendor.csv" \
         $(for f in ${FAMILIES:-batched_gemm attention norms gemm scaled_mxfp4}; do echo --family $f; done) | tail -5
+      ;;
+    bisect)  # each committed H100 regression: the first release slower than golden (3.7.0, 3.7.1, 3.8.0 by default)
+      export HARNESS_TRITON_DIR=${HARNESS_TRITON_DIR:-/tmp/triton}
+      versions=${BISECT_VERSIONS:-3.7.0 3.7.1 3.8.0}
+      tv=${TOT_VERSION:-3.9.0}  # TOT's overlay from its bundle too, when the node has none yet
+      if [ ! -d "$HARNESS_TOT_TRITON/triton" ] && [ -d "${STAGE:-.stage}/$tv" ]; then
+        h env unpack "${STAGE:-.stage}/$tv" --dest "$HARNESS_TOT_TRITON" 2>&1 | tail -2
+      fi
+      for v in $versions; do
+        stamp "unpack triton $v"
+        [ -f "$HARNESS_TRITON_DIR/$v/.harness-overlay.json" ] || h env unpack "${STAGE:-.stage}/$v" 2>&1 | tail -2
+      done
+      for c in ${BISECT_COMPARES:-reports/h100-triton-3.6.0-vs-3.9.0/compare.csv reports/h100-library-triton-3.6.0-vs-3.9.0/compare.csv}; do
+        name=$(basename "$(dirname "$c")")
+        stamp "bisect $name start"
+        hbisect "$c" --versions "$(echo $versions | tr ' ' ,)" --mode overlay --golden envs/golden.yaml \
+          --tot envs/tot.yaml --out "$R/bisect-$name" --artifacts 2>&1 | tail -${BISECT_TAIL:-45}
+        stamp "bisect $name end"
+      done
       ;;
     suite-il)  # golden and TOT in one run, reps interleaved in time (both stacks see the same GPU state)
       stamp "run golden+tot interleaved start"

@@ -13,11 +13,20 @@
     timing: auto                     # auto | cupti | rocprofv3 | events | wallclock
     cache_dir: null                  # TRITON_CACHE_DIR; default .harness/cache/<name>, one per env
 
+or name a Triton release and say how to get it (``harness env pack`` / ``unpack`` make the offline bundle):
+
+    name: v380
+    triton: 3.8.0                    # a release on the package index
+    mode: venv                       # venv (default): .venvs/triton-3.8.0 (or venv: {path: ...}) with triton==3.8.0
+                                     # overlay: the unpacked bundle ahead of site-packages (python: ... as above),
+    overlay: null                    #   from here; default $HARNESS_TRITON_DIR/3.8.0, else .harness/triton/3.8.0
+
 The schema (types, known keys) and variable expansion are in :mod:`harness.inputs.envschema`: ``${VAR}`` must be set,
 ``${VAR:-default}`` may not be; both are expanded when the spec is loaded, so one file serves several machines
 and what ``harness env show`` prints is what runs.
 
-A venv is used only when its pins are installed: ``harness env create`` writes :data:`MARKER` into the venv after
+An overlay is used only when ``harness env unpack`` completed it: :data:`OVERLAY_MARKER` in its folder names the
+release, checked against the spec's ``triton:`` (:func:`check_venv`). A venv is used only when its pins are installed: ``harness env create`` writes :data:`MARKER` into the venv after
 a successful install, and :func:`check_venv` (run, env show) refuses a venv without it, made for other
 requirements, or whose ``name==version`` pins are not the installed versions.
 """
@@ -40,13 +49,26 @@ from harness.errors import HarnessError
 from harness.fsutil import write_text
 from harness.inputs.envschema import TIMINGS, check_spec, pins, same_version
 
-__all__ = ["TIMINGS", "PINNED", "MARKER", "EnvSpec", "load_env_spec", "create_env", "check_venv", "probe"]
+__all__ = [
+    "TIMINGS",
+    "PINNED",
+    "MARKER",
+    "OVERLAY_MARKER",
+    "EnvSpec",
+    "load_env_spec",
+    "release_env",
+    "create_env",
+    "check_venv",
+    "probe",
+]
 
 #: pinned for every env unless the spec says otherwise: Triton 3.9 warns that its FP-fusion default changes,
 #: and a golden/TOT comparison must not measure that by accident
 PINNED = {"TRITON_DEFAULT_FP_FUSION": "1"}
 #: written into a venv by `harness env create` once its requirements are installed and its pins verified
 MARKER = ".harness-env.json"
+#: written into an overlay folder by `harness env unpack` once every part is verified and unpacked
+OVERLAY_MARKER = ".harness-overlay.json"
 
 
 @dataclass
@@ -61,6 +83,9 @@ class EnvSpec:
     pythonpath: list[str] = field(default_factory=list)
     timing: str = "auto"
     cache_dir: str | None = None
+    triton: str | None = None  # the release the spec names (``triton: 3.8.0``), if any
+    mode: str | None = None  # how it gets it: venv | overlay
+    overlay: str | None = None  # mode overlay: the unpacked bundle's folder (also first in ``pythonpath``)
 
     @property
     def root(self) -> Path:
@@ -80,6 +105,9 @@ class EnvSpec:
         py = self.python or "python3"
         found = shutil.which(py) if not os.path.isabs(py) else py
         return found or py
+
+    def overlay_dir(self) -> Path | None:
+        return self._abs(self.overlay) if self.overlay else None
 
     def triton_cache(self) -> Path:
         return self._abs(self.cache_dir) if self.cache_dir else self.root / ".harness" / "cache" / self.name
@@ -108,6 +136,7 @@ class EnvSpec:
             "file": str(self.path),
             "python": self.interpreter(),
             "venv": self.venv,
+            **({"triton": self.triton, "mode": self.mode} if self.triton else {}),
             "pythonpath": [str(self._abs(p)) for p in self.pythonpath],
             "env": {**PINNED, **{k: v for k, v in self.env.items() if v is not None}},
             "timing": self.timing,
@@ -143,11 +172,7 @@ def _hint(spec: EnvSpec) -> str:
 
 
 def _read_marker(vp: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((vp / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return _read_marker_file(vp / MARKER)
 
 
 def _installed(py: str, names: list[str], env: dict[str, str]) -> dict[str, str | None]:
@@ -186,7 +211,12 @@ def _record(spec: EnvSpec) -> dict[str, Any]:
 
 def check_venv(spec: EnvSpec) -> None:
     """Refuse (one line) a venv that does not exist, was not completed by `harness env create`, was made for
-    other requirements, or whose pins are not what is installed. Specs without a venv pass."""
+    other requirements, or whose pins are not what is installed; and an overlay (``mode: overlay``) that
+    `harness env unpack` did not complete, holds another release, or was packed for another Python. Specs
+    without either pass."""
+    if spec.mode == "overlay":
+        check_overlay(spec)
+        return
     vp = spec.venv_dir()
     if vp is None:
         return
@@ -206,9 +236,86 @@ def check_venv(spec: EnvSpec) -> None:
     _check_pins(spec, spec.venv["requirements"])
 
 
+def _python_version(py: str, spec: EnvSpec) -> str:
+    try:
+        r = subprocess.run(
+            [py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise HarnessError(f"{spec.path}: python {py} cannot run: {err}") from None
+    return r.stdout.strip()
+
+
+def check_overlay(spec: EnvSpec) -> None:
+    """The overlay of a ``mode: overlay`` release: unpacked completely (its record), the release the spec names,
+    for the Python that will import it (a wheel's compiled part loads in one Python version only)."""
+    od = spec.overlay_dir()
+    assert od is not None and spec.triton is not None
+    hint = f"`harness env unpack PARTS --dest {od}` (PARTS: what `harness env pack {spec.triton}` wrote)"
+    if not od.is_dir():
+        raise HarnessError(f"{spec.path}: overlay {od} does not exist: unpack the release there: {hint}")
+    rec = _read_marker_file(od / OVERLAY_MARKER)
+    if rec is None:
+        raise HarnessError(
+            f"{spec.path}: overlay {od} has no record of a completed unpack ({OVERLAY_MARKER}): unpack it with {hint}"
+        )
+    if not same_version(str(rec.get("version", "")), spec.triton):
+        raise HarnessError(
+            f"{spec.path}: overlay {od} holds triton {rec.get('version')} but the spec names triton {spec.triton}"
+        )
+    packed = str(rec.get("python") or "")
+    py = spec.interpreter()
+    if packed and (have := _python_version(py, spec)) and have != packed:
+        raise HarnessError(
+            f"{spec.path}: overlay {od} was packed for Python {packed} but {py} is Python {have}: "
+            f"pack it again with `harness env pack {spec.triton} --python {have}`"
+        )
+
+
+def _read_marker_file(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def release_env(version: str, mode: str, like: EnvSpec, folder: Path, root: Path | None = None) -> EnvSpec:
+    """An env spec for Triton ``version`` that differs from ``like`` (the golden env) in its Triton only: the
+    same interpreter (overlay) or base interpreter (venv), knobs and timing. Written as a real spec file in
+    ``folder`` (``triton-VERSION.yaml``: `harness env create` and `env show` take it as any other), with the venv,
+    overlay and Triton cache under ``root`` (default: the current folder) as absolute paths."""
+    from harness.inputs.envschema import MODES, OVERLAY_ROOT, release_version
+
+    version = release_version(version, "--versions")
+    if mode not in MODES:
+        raise HarnessError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    root = (root or Path.cwd()).resolve()
+    name = f"triton-{version}"
+    doc: dict[str, Any] = {"name": name, "triton": version, "mode": mode}
+    if mode == "venv":
+        base = (like.venv or {}).get("base_python") or (like.interpreter() if not like.venv else sys.executable)
+        doc["venv"] = {"path": str(root / ".venvs" / name), "system_site_packages": True, "base_python": base}
+    else:
+        top = os.path.expanduser(os.environ.get("HARNESS_TRITON_DIR") or str(root / OVERLAY_ROOT))
+        doc.update(python=like.interpreter(), overlay=str(Path(top) / version))
+    doc.update(
+        env={k: v for k, v in like.env.items() if v is not None},
+        timing=like.timing,
+        cache_dir=str(root / ".harness" / "cache" / name),
+    )
+    text = f"# Triton {version} as the env {like.name} ({like.path}) has it otherwise; written by harness bisect\n"
+    path = Path(folder) / f"{name}.yaml"
+    write_text(path, text + yaml.safe_dump(doc, sort_keys=False))
+    return load_env_spec(path)
+
+
 def create_env(spec: EnvSpec, log=print) -> str:
     """Create the spec's venv if it has none yet, install its requirements (again: an existing venv is verified,
     not rebuilt), check its pins and record the install in :data:`MARKER`; return the interpreter path."""
+    if spec.mode == "overlay":
+        check_overlay(spec)  # nothing to install: the overlay comes from `harness env unpack`
+        return spec.interpreter()
     if not spec.venv:
         py = spec.interpreter()
         if not shutil.which(py) and not Path(py).exists():

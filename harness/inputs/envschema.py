@@ -24,13 +24,32 @@ from typing import Any
 from harness.errors import HarnessError, did_you_mean, unknown_key
 
 TIMINGS = ("auto", "cupti", "rocprofv3", "events", "wallclock")
-TOP_KEYS = ("name", "description", "python", "venv", "pythonpath", "env", "timing", "cache_dir")
+TOP_KEYS = (
+    "name",
+    "description",
+    "python",
+    "venv",
+    "triton",
+    "mode",
+    "overlay",
+    "pythonpath",
+    "env",
+    "timing",
+    "cache_dir",
+)
+#: how an env spec that names a Triton release (``triton: 3.8.0``) gets it: a venv with ``triton==3.8.0``
+#: installed (online), or the folder ``harness env unpack`` made of its bundle, ahead of site-packages (offline)
+MODES = ("venv", "overlay")
+#: where ``harness env unpack`` puts a release and where ``mode: overlay`` looks for it, unless told otherwise
+OVERLAY_ROOT = ".harness/triton"
 VENV_KEYS = ("path", "system_site_packages", "requirements", "index_url", "base_python")
 
 _REF = re.compile(r"\$(?:(?P<dollar>\$)|\{(?P<braced>[^}]*)(?P<close>\}?)|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
 _BRACED = re.compile(r"(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?-)(?P<default>.*))?", re.S)
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: a release as the package index names it: 3.8.0, 3.7.1, 3.5.0rc1, 3.6.0.post1 (no local part: no wheel has one)
+_RELEASE = re.compile(r"\d+(?:\.\d+){1,3}(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?")
 
 
 def expand(value: str, where: str, environ: Mapping[str, str]) -> str:
@@ -179,15 +198,88 @@ def check_spec(data: Any, where: str, stem: str, environ: Mapping[str, str]) -> 
     def opt_path(key: str) -> str | None:
         return None if spec.get(key) is None else _text(spec[key], f"{where}: {key}", path=True, environ=environ)
 
-    return {
+    out = {
         "name": name,
         "python": opt_path("python"),
-        "venv": None if spec.get("venv") is None else _venv(spec["venv"], f"{where}: venv", environ),
+        # a release spec's venv is read with the release (its path may be left out)
+        "venv": None
+        if spec.get("venv") is None or "triton" in spec
+        else _venv(spec["venv"], f"{where}: venv", environ),
         "env": _env_vars(spec.get("env"), f"{where}: env", environ),
         "pythonpath": _text_list(spec.get("pythonpath"), f"{where}: pythonpath", path=True, environ=environ),
         "timing": timing,
         "cache_dir": opt_path("cache_dir"),
+        "triton": None,
+        "mode": None,
+        "overlay": None,
     }
+    if spec.get("triton") is None:
+        for key in ("mode", "overlay"):
+            if spec.get(key) is not None:
+                raise HarnessError(f"{where}: {key}: only with 'triton: VERSION' (the release it says how to get)")
+        return out
+    return _with_release(spec, out, where, environ)
+
+
+def release_version(value: Any, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """A Triton release as the package index names it ('3.8.0'); YAML's ``3.8`` (a number) is refused."""
+    if not isinstance(value, str):
+        shown = repr(value) if isinstance(value, (bool, int, float)) else kind(value)
+        raise HarnessError(f'{where}: expected a release such as "3.8.0", got {shown} ({kind(value)}): quote it')
+    text = _text(value, where, path=False, environ=environ or {})
+    if not _RELEASE.fullmatch(text):
+        raise HarnessError(f"{where}: {text!r} is not a release version (such as 3.8.0 or 3.5.0rc1)")
+    return text
+
+
+_TRITON_REQ = re.compile(r"\s*triton\s*(?:[=<>!~@\[;(]|$)|(?:.*/)?triton-\d[^/]*\.whl\s*$", re.I)
+
+
+def _with_release(spec: dict[str, Any], out: dict[str, Any], where: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """``triton: VERSION`` with ``mode: venv`` (default): a venv at ``.venvs/triton-VERSION`` (or ``venv: path``)
+    with ``triton==VERSION`` added to its requirements; ``mode: overlay``: the unpacked bundle (``harness env
+    unpack``) ahead of site-packages, from ``overlay:`` or ``$HARNESS_TRITON_DIR/VERSION`` (default
+    ``.harness/triton/VERSION``), over ``python:`` (default python3)."""
+    version = release_version(spec["triton"], f"{where}: triton", environ)
+    mode = spec.get("mode", "venv")
+    if not isinstance(mode, str) or mode not in MODES:
+        hint = did_you_mean(mode, MODES) if isinstance(mode, str) else ""
+        raise HarnessError(f"{where}: mode: expected one of {', '.join(MODES)}, got {mode!r}{hint}")
+    out.update(triton=version, mode=mode)
+    if mode == "venv":
+        if spec.get("python") is not None:
+            raise HarnessError(
+                f"{where}: python: a 'mode: venv' release makes its own venv (give venv: {{base_python: ...}}), "
+                "or use 'mode: overlay' over this interpreter"
+            )
+        if spec.get("overlay") is not None:
+            raise HarnessError(f"{where}: overlay: only with 'mode: overlay'")
+        given = spec.get("venv")
+        venv = dict(given) if isinstance(given, dict) else given
+        if isinstance(venv, dict) and venv.get("path") is None:
+            venv["path"] = f".venvs/triton-{version}"
+        out["venv"] = _venv(
+            venv if venv is not None else {"path": f".venvs/triton-{version}"}, f"{where}: venv", environ
+        )
+        reqs = out["venv"]["requirements"]
+        for i, r in enumerate(reqs):
+            if _TRITON_REQ.match(r) and pins([r]).get("triton") != version:
+                raise HarnessError(
+                    f"{where}: venv: requirements[{i}]: {r!r} names triton too; 'triton: {version}' installs "
+                    f"triton=={version}: leave it out"
+                )
+        out["venv"]["requirements"] = [f"triton=={version}"] + [r for r in reqs if not _TRITON_REQ.match(r)]
+        return out
+    if spec.get("venv") is not None:
+        raise HarnessError(f"{where}: venv: 'mode: overlay' puts the release over an interpreter; give python:")
+    root = os.path.expanduser(environ.get("HARNESS_TRITON_DIR") or OVERLAY_ROOT)
+    overlay = spec.get("overlay")
+    overlay = (
+        f"{root}/{version}" if overlay is None else _text(overlay, f"{where}: overlay", path=True, environ=environ)
+    )
+    out["overlay"] = overlay
+    out["pythonpath"] = [overlay, *out["pythonpath"]]
+    return out
 
 
 _PIN = re.compile(r"\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*(?P<version>[A-Za-z0-9.+!_-]+)\s*")

@@ -52,3 +52,20 @@ def part_bars(con: Console, names: list[str]) -> Iterator[Callable[[str], Callab
             return update
 
         yield bars
+
+
+@contextmanager
+def byte_bars(con: Console) -> Iterator[Callable[[str, int, int], None]]:
+    """A callback ``(stage, done bytes, total bytes)``: one bar per stage (pack, split, verify, unpack)."""
+    from rich.progress import DownloadColumn, TransferSpeedColumn
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=con, transient=False) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update

@@ -369,3 +369,73 @@ def test_fuzz_env_show_exits_2_with_one_line_or_shows(tmp_path, capsys, monkeypa
         assert json.loads(out)["name"]
     else:
         assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+# ------------------------------------------------------------------------------------------ releases (issue 19)
+
+
+def test_a_release_spec_gets_a_venv_by_default(tmp_path):
+    s = load(tmp_path, 'triton: "3.8.0"\n')
+    assert (s.triton, s.mode, s.overlay) == ("3.8.0", "venv", None)
+    assert s.venv["path"] == ".venvs/triton-3.8.0" and s.venv["requirements"] == ["triton==3.8.0"]
+    assert s.venv["system_site_packages"] is True and s.summary()["triton"] == "3.8.0"
+    s = load(tmp_path, "triton: 3.8.0\nvenv: {path: .venvs/v380, requirements: [numpy, triton==3.8.0]}\n")
+    assert s.venv["path"] == ".venvs/v380" and s.venv["requirements"] == ["triton==3.8.0", "numpy"]
+    shipped = load_env_spec(ROOT / "envs" / "venv-v380.yaml", environ={})
+    assert shipped.venv["requirements"] == ["triton==3.8.0"] and shipped.venv_dir() == ROOT / ".venvs" / "v380"
+
+
+def test_a_release_spec_in_overlay_mode(tmp_path):
+    s = load(tmp_path, "triton: 3.8.0\nmode: overlay\npythonpath: [/extra]\n")
+    assert s.venv is None and s.overlay == ".harness/triton/3.8.0"
+    assert s.pythonpath == [".harness/triton/3.8.0", "/extra"] and s.overlay_dir() == tmp_path / ".harness/triton/3.8.0"
+    s = load(tmp_path, "triton: 3.8.0\nmode: overlay\n", {"HARNESS_TRITON_DIR": "/opt/tri"})
+    assert s.overlay == "/opt/tri/3.8.0"
+    s = load(tmp_path, "triton: 3.8.0\nmode: overlay\noverlay: ${X}/t\npython: /usr/bin/python3\n", {"X": "/a"})
+    assert s.overlay == "/a/t" and s.interpreter() == "/usr/bin/python3"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("triton: 3.8\n", r'triton: expected a release such as "3.8.0", got 3.8 \(a number\): quote it'),
+        ("triton: latest\n", "triton: 'latest' is not a release version"),
+        ("mode: overlay\n", "mode: only with 'triton: VERSION'"),
+        ("overlay: /x\n", "overlay: only with 'triton: VERSION'"),
+        (
+            "triton: 3.8.0\nmode: overlya\n",
+            "mode: expected one of venv, overlay, got 'overlya' .did you mean 'overlay'.",
+        ),
+        ("triton: 3.8.0\npython: python3\n", "python: a 'mode: venv' release makes its own venv"),
+        ("triton: 3.8.0\noverlay: /x\n", "overlay: only with 'mode: overlay'"),
+        ("triton: 3.8.0\nmode: overlay\nvenv: {path: v}\n", "venv: 'mode: overlay' puts the release over an interp"),
+        (
+            "triton: 3.8.0\nvenv: {path: v, requirements: ['triton>=3.9']}\n",
+            r"venv: requirements\[0\]: 'triton>=3.9' names triton too; 'triton: 3.8.0' installs triton==3.8.0",
+        ),
+        ("triton: 3.8.0\nvenv: {requirements: ['/w/triton-3.7.0-cp312-x.whl']}\n", "names triton too"),
+    ],
+)
+def test_release_spec_mistakes_are_one_line(tmp_path, text, message):
+    with pytest.raises(HarnessError, match=message) as err:
+        load(tmp_path, text)
+    assert "\n" not in str(err.value) and str(err.value).startswith(str(tmp_path / "s.yaml"))
+
+
+def test_release_env_is_golden_with_another_triton(tmp_path, monkeypatch):
+    from harness.inputs.env import release_env
+
+    monkeypatch.delenv("HARNESS_TRITON_DIR", raising=False)
+    golden = load(tmp_path, "name: g\npython: /usr/bin/python3\nenv: {TRITON_X: '1'}\ntiming: events\n")
+    ov = release_env("3.7.1", "overlay", golden, tmp_path / "envs", root=tmp_path)
+    assert ov.path == tmp_path / "envs" / "triton-3.7.1.yaml" and ov.name == "triton-3.7.1"
+    assert ov.interpreter() == "/usr/bin/python3" and ov.overlay_dir() == tmp_path / ".harness/triton/3.7.1"
+    assert ov.env == {"TRITON_X": "1"} and ov.timing == "events"
+    assert ov.triton_cache() == tmp_path / ".harness/cache/triton-3.7.1"
+    v = release_env("3.7.1", "venv", golden, tmp_path / "envs", root=tmp_path)
+    assert v.venv_dir() == tmp_path / ".venvs/triton-3.7.1" and v.venv["requirements"] == ["triton==3.7.1"]
+    assert v.venv["base_python"] == "/usr/bin/python3"
+    with pytest.raises(HarnessError, match="--mode: expected one of venv, overlay"):
+        release_env("3.7.1", "conda", golden, tmp_path / "envs")
+    with pytest.raises(HarnessError, match="--versions: 'main' is not a release version"):
+        release_env("main", "venv", golden, tmp_path / "envs")

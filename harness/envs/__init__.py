@@ -1,0 +1,1 @@
+"""Environments beyond a spec file: the offline bundle of a Triton release (pack, unpack)."""

@@ -1,0 +1,463 @@
+"""`harness env pack` / `harness env unpack`: a Triton release as an offline bundle, and the bundle as an overlay.
+
+pack: the release's wheel (``pip download``, or a wheel file at hand) is streamed member by member into one
+``tar.xz`` without what an NVIDIA node never loads (bundle.DROP), with the exec bits of the bundled tools set
+(a wheel unzipped by Python loses them), then cut into parts of ``--part-mb`` MiB, one folder each, each with the
+manifest. Nothing is unpacked to disk on the way: the largest wheel member is ~0.5 GB.
+
+unpack: every part is checked (size, sha256) before anything is unpacked; the archive is unpacked into a
+temporary folder beside the destination, checked whole, and renamed into place with a record
+(env.OVERLAY_MARKER) that ``mode: overlay`` env specs check. A half-unpacked overlay is never left behind.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from harness.envs import bundle as B
+from harness.errors import HarnessError
+from harness.fsutil import write_text
+from harness.inputs.env import OVERLAY_MARKER
+from harness.inputs.envschema import OVERLAY_ROOT, release_version, same_version
+
+Progress = Callable[[str, int, int], None]  # (what, done bytes, total bytes)
+CHUNK = 1 << 20
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+def default_overlay(version: str) -> Path:
+    """Where `unpack` puts a release and `mode: overlay` looks for it: $HARNESS_TRITON_DIR/VERSION, else
+    .harness/triton/VERSION in the current folder."""
+    return Path(os.path.expanduser(os.environ.get("HARNESS_TRITON_DIR") or OVERLAY_ROOT)) / version
+
+
+# ------------------------------------------------------------------------------------------------ pack
+
+
+def pack(
+    version: str,
+    out: str | os.PathLike[str],
+    *,
+    part_mb: float = B.DEFAULT_PART_MB,
+    python: str | None = None,
+    arch: str = "x86_64",
+    wheel: str | os.PathLike[str] | None = None,
+    index_url: str | None = None,
+    find_links: str | None = None,
+    level: int = 6,
+    log: Callable[[str], None] = print,
+    progress: Progress = _noop,
+) -> dict[str, Any]:
+    """Write the bundle of Triton ``version`` into the new folder ``out``; return its manifest."""
+    version = release_version(version, "VERSION")
+    python = python or f"{sys.version_info[0]}.{sys.version_info[1]}"
+    B.python_tag(python)
+    size = B.part_bytes(part_mb)
+    if not 0 <= level <= 9:
+        raise HarnessError(f"--level {level}: expected an xz preset from 0 (fastest) to 9 (smallest)")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise HarnessError(f"--out {out}: exists and is not empty: a bundle is never written over another")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.pack-", dir=out.parent))
+    except OSError as err:
+        raise HarnessError(f"--out {out}: cannot write there: {err.strerror}") from None
+    try:
+        whl = Path(wheel) if wheel else _download(version, python, arch, work, index_url, find_links, log)
+        info = _check_wheel(whl, version)
+        name = f"triton-{version}.tar.xz"
+        stats = _wheel_to_archive(whl, work / name, level, log, progress)
+        bundle = work / "bundle"
+        archive, parts = _split(work / name, bundle, size, progress)
+        man = B.manifest(
+            version=version,
+            python=python,
+            wheel={"name": whl.name, "sha256": _sha256(whl), "bytes": whl.stat().st_size, "python": info["python"]},
+            archive={**archive, "files": stats["files"], "unpacked_bytes": stats["bytes"]},
+            parts=parts,
+            dropped={"files": stats["dropped_files"], "bytes": stats["dropped_bytes"], "why": stats["why"]},
+            executables=stats["executables"],
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+        for i in range(len(parts)):
+            write_text(bundle / f"p{i}" / B.MANIFEST, json.dumps(man, indent=2) + "\n")
+        if out.exists():
+            out.rmdir()
+        os.replace(bundle, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return man
+
+
+def _download(
+    version: str, python: str, arch: str, work: Path, index_url: str | None, find_links: str | None, log
+) -> Path:
+    dest = work / "wheel"
+    args = B.pip_download_args(version, python, arch, str(dest), index_url, find_links)
+    log(f"downloading triton=={version} for Python {python} (Linux {arch})")
+    try:
+        r = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    except OSError as err:
+        raise HarnessError(f"pip download: cannot run: {err}") from None
+    wheels = sorted(dest.glob("*.whl")) if dest.is_dir() else []
+    if r.returncode or not wheels:
+        why = ((r.stderr or r.stdout).strip().splitlines() or ["no wheel downloaded"])[-1]
+        raise HarnessError(f"pip download triton=={version} (Python {python}, {arch}) failed: {why}")
+    return wheels[0]
+
+
+def _check_wheel(whl: Path, version: str) -> dict[str, str]:
+    if not whl.is_file():
+        raise HarnessError(f"--wheel {whl}: no such file")
+    info = B.wheel_info(whl.name)
+    if info["name"].lower() != "triton" or not same_version(info["version"], version):
+        raise HarnessError(f"--wheel {whl.name}: is {info['name']} {info['version']}, not triton {version}")
+    if not zipfile.is_zipfile(whl):
+        raise HarnessError(f"--wheel {whl}: not a zip archive (a damaged download?)")
+    return info
+
+
+@contextlib.contextmanager
+def _xz(path: Path, level: int) -> Iterator[IO[bytes]]:
+    """A stream that lands in ``path`` xz-compressed: the xz program on every core when there is one, else lzma."""
+    exe = shutil.which("xz")
+    if exe is None:
+        with lzma.open(path, "wb", preset=level) as fh:
+            yield fh
+        return
+    with open(path, "wb") as sink:
+        proc = subprocess.Popen([exe, f"-{level}", "-T0", "-c"], stdin=subprocess.PIPE, stdout=sink)
+        assert proc.stdin is not None
+        try:
+            yield proc.stdin
+        finally:
+            proc.stdin.close()
+            rc = proc.wait()
+        if rc:
+            raise HarnessError(f"{path}: xz exited with {rc}")
+
+
+class _Counting(io.RawIOBase):
+    """A member being read into the archive: reports the bytes read so far (every 8 MiB)."""
+
+    def __init__(self, raw: IO[bytes], tick: Callable[[int], None]):
+        self.raw, self.tick, self.pending = raw, tick, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.pending += len(data)
+        if self.pending >= 8 * CHUNK or not data:
+            self.tick(self.pending)
+            self.pending = 0
+        return data
+
+
+def _wheel_to_archive(whl: Path, archive: Path, level: int, log, progress: Progress) -> dict[str, Any]:
+    with zipfile.ZipFile(whl) as zf:
+        members = sorted((z for z in zf.infolist() if not z.is_dir()), key=lambda z: z.filename)
+        for z in members:
+            if not B.safe_member(z.filename):
+                raise HarnessError(f"{whl.name}: member {z.filename!r} would land outside the bundle's folder")
+        why = {z.filename: r for z in members if (r := B.drop_reason(z.filename))}
+        kept = [z for z in members if z.filename not in why]
+        total = sum(z.file_size for z in kept)
+        dropped_bytes = sum(z.file_size for z in members if z.filename in why)
+        reasons = sorted(set(why.values()))
+        log(
+            f"packing {len(kept)} files ({total / 1e6:.0f} MB) of {whl.name}; leaving out {len(why)} "
+            f"({dropped_bytes / 1e6:.0f} MB): {', '.join(reasons) or 'nothing'}"
+        )
+        done = [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            progress("pack", done[0], total)
+
+        executables: list[str] = []
+        with _xz(archive, level) as raw, tarfile.open(fileobj=raw, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            made: set[str] = set()
+            for z in kept:
+                _add_parents(tar, z, made)
+                data = _rewritten(zf, z, set(why))
+                ti = tarfile.TarInfo(z.filename)
+                ti.size = len(data) if data is not None else z.file_size
+                ti.mtime = calendar.timegm((*z.date_time, 0, 0, 0))
+                ti.mode = ((z.external_attr >> 16) & 0o777) or 0o644
+                if B.executable(z.filename):
+                    ti.mode |= 0o755
+                    executables.append(z.filename)
+                src = io.BytesIO(data) if data is not None else zf.open(z)
+                with contextlib.closing(src):
+                    tar.addfile(ti, _Counting(src, tick))
+        progress("pack", total, total)
+    return {
+        "files": len(kept),
+        "bytes": total,
+        "dropped_files": len(why),
+        "dropped_bytes": dropped_bytes,
+        "why": reasons,
+        "executables": executables,
+    }
+
+
+def _add_parents(tar: tarfile.TarFile, z: zipfile.ZipInfo, made: set[str]) -> None:
+    parts = z.filename.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        d = "/".join(parts[:i])
+        if d not in made:
+            made.add(d)
+            ti = tarfile.TarInfo(d)
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, calendar.timegm((*z.date_time, 0, 0, 0))
+            tar.addfile(ti)
+
+
+def _rewritten(zf: zipfile.ZipFile, z: zipfile.ZipInfo, dropped: set[str]) -> bytes | None:
+    """The new bytes of a member that names dropped files (entry points, RECORD), else None (copied as is)."""
+    base = z.filename.rsplit("/", 1)[-1]
+    if not z.filename.split("/")[0].endswith(".dist-info") or base not in ("entry_points.txt", "RECORD"):
+        return None
+    text = zf.read(z).decode("utf-8")
+    if base == "RECORD":
+        return B.record_without_dropped(text, dropped).encode()
+    gone = [p for p in B.dropped_packages() if any(d.startswith(p + "/") for d in dropped)]
+    return B.entry_points_without_dropped(text, gone).encode()
+
+
+def _split(archive: Path, folder: Path, size: int, progress: Progress) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``archive`` cut into parts of ``size`` bytes, ``folder/p0/NAME.part00``, ...; the sha256 of each and of all."""
+    total = archive.stat().st_size
+    whole = hashlib.sha256()
+    parts: list[dict[str, Any]] = []
+    done = 0
+    with open(archive, "rb") as src:
+        for i in range(B.part_count(total, size)):
+            name = B.part_name(archive.name, i)
+            (folder / f"p{i}").mkdir(parents=True)
+            h, n = hashlib.sha256(), 0
+            with open(folder / f"p{i}" / name, "wb") as dst:
+                while n < size and (chunk := src.read(min(CHUNK, size - n))):
+                    dst.write(chunk)
+                    h.update(chunk)
+                    whole.update(chunk)
+                    n += len(chunk)
+                    done += len(chunk)
+                    progress("split", done, total)
+            parts.append({"name": name, "bytes": n, "sha256": h.hexdigest()})
+    return {"name": archive.name, "bytes": total, "sha256": whole.hexdigest()}, parts
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- unpack
+
+
+def read_bundle(src: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Path]]:
+    """The manifest of the bundle under ``src`` (its p*/ folders, or any folder holding its parts) and the file
+    of each part in order; parts of two bundles, a missing or short part: one line naming it."""
+    src = Path(src)
+    if not src.is_dir():
+        raise HarnessError(f"{src}: no such folder (the bundle's p*/ folders, gathered in one)")
+    found = sorted(src.rglob(B.MANIFEST))
+    if not found:
+        raise HarnessError(f"{src}: no {B.MANIFEST} under it: not a bundle written by `harness env pack`")
+    mans = []
+    for p in found:
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as err:
+            raise HarnessError(f"{p}: not a readable manifest: {err}") from None
+        mans.append((p, B.check_manifest(data, str(p))))
+    shas = {m["archive"]["sha256"]: (p, m) for p, m in mans}
+    if len(shas) > 1:
+        (p1, m1), (p2, m2) = list(shas.values())[:2]
+        raise HarnessError(
+            f"{src}: holds two bundles (triton {m1['version']} in {p1.parent}, triton {m2['version']} in "
+            f"{p2.parent}): unpack one folder per bundle"
+        )
+    man = mans[0][1]
+    names = {p["name"] for p in man["parts"]}
+    seen: dict[str, list[tuple[str, int]]] = {}
+    for f in src.rglob("*"):
+        if f.name in names and f.is_file():
+            seen.setdefault(f.name, []).append((str(f), f.stat().st_size))
+    return man, [Path(p) for p in B.plan_parts(man, seen, str(src))]
+
+
+class _Parts(io.RawIOBase):
+    """The parts read one after the other as one stream, hashed as they are read."""
+
+    def __init__(self, paths: list[Path], tick: Callable[[int], None]):
+        self.files = iter(paths)
+        self.cur: IO[bytes] | None = None
+        self.sha = hashlib.sha256()
+        self.tick = tick
+        self._next()
+
+    def _next(self) -> None:
+        if self.cur is not None:
+            self.cur.close()
+        path = next(self.files, None)
+        self.cur = open(path, "rb") if path is not None else None  # noqa: SIM115 - closed by _next / close
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:  # noqa: ANN001 - a writable buffer
+        while self.cur is not None:
+            n = self.cur.readinto(buf)
+            if n:
+                self.sha.update(memoryview(buf)[:n])
+                self.tick(n)
+                return n
+            self._next()
+        return 0
+
+    def close(self) -> None:
+        if self.cur is not None:
+            self.cur.close()
+            self.cur = None
+        super().close()
+
+
+def unpack(
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+    progress: Progress = _noop,
+) -> tuple[Path, dict[str, Any]]:
+    """Check every part of the bundle under ``src`` and unpack it into ``dest`` (default: default_overlay);
+    return the overlay folder and its record. The same bundle unpacked there already is left as it is."""
+    man, paths = read_bundle(src)
+    version = man["version"]
+    dest = Path(dest) if dest is not None else default_overlay(version)
+    record_path = dest / OVERLAY_MARKER
+    if dest.exists():
+        old = _read_json(record_path)
+        if old and old.get("archive_sha256") == man["archive"]["sha256"]:
+            log(f"{dest}: triton {version} from this bundle is unpacked there already")
+            return dest, old
+        if not force and (not dest.is_dir() or any(dest.iterdir())):
+            what = f"holds triton {old.get('version')}" if old else "is not an overlay unpacked by harness"
+            raise HarnessError(
+                f"--dest {dest}: exists and {what}: pass --force to replace it, or choose another --dest"
+            )
+    _verify_parts(man, paths, progress)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpack-", dir=dest.parent))
+    except OSError as err:
+        raise HarnessError(f"--dest {dest}: cannot write there: {err.strerror}") from None
+    try:
+        files = _extract(man, paths, tmp, progress)
+        record = {
+            "version": version,
+            "python": man["python"],
+            "archive_sha256": man["archive"]["sha256"],
+            "wheel": man["wheel"].get("name"),
+            "files": files,
+            "unpacked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "source": str(Path(src).resolve()),
+        }
+        write_text(tmp / OVERLAY_MARKER, json.dumps(record, indent=2) + "\n")
+        _swap(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(f"unpacked triton {version} (Python {man['python']}) into {dest}: {files} files")
+    return dest, record
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _verify_parts(man: dict[str, Any], paths: list[Path], progress: Progress) -> None:
+    total, done = man["archive"]["bytes"], 0
+    for part, path in zip(man["parts"], paths):
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                h.update(chunk)
+                done += len(chunk)
+                progress("verify", done, total)
+        if h.hexdigest() != part["sha256"]:
+            raise HarnessError(f"{path}: its sha256 is not the manifest's: a damaged copy (copy it again)")
+
+
+def _extract(man: dict[str, Any], paths: list[Path], tmp: Path, progress: Progress) -> int:
+    done = [0]
+
+    def tick(n: int) -> None:  # compressed bytes read: shown against the archive's size
+        done[0] += n
+        progress("unpack", done[0], man["archive"]["bytes"])
+
+    files = 0
+    data_filter = getattr(tarfile, "data_filter", None)
+    with _Parts(paths, tick) as stream:
+        try:
+            with tarfile.open(fileobj=stream, mode="r|xz") as tar:
+                for member in tar:
+                    if not B.safe_member(member.name) or not (member.isfile() or member.isdir()):
+                        raise HarnessError(f"{paths[0]}: member {member.name!r} is not a plain file in the bundle")
+                    if data_filter is not None:
+                        tar.extract(member, tmp, filter="data")
+                    else:  # Python < 3.10.12: the names were checked above
+                        tar.extract(member, tmp)
+                    files += member.isfile()
+        except (tarfile.TarError, lzma.LZMAError, EOFError) as err:
+            raise HarnessError(f"{paths[0]}: the archive does not unpack: {err}") from None
+        while stream.read(CHUNK):  # the archive's end padding: part of the checksum
+            pass
+        if stream.sha.hexdigest() != man["archive"]["sha256"]:
+            raise HarnessError(f"{paths[0]}: the parts together do not make the archive the manifest names")
+    for name in man.get("executables", []):
+        p = tmp / name
+        if not p.is_file():
+            raise HarnessError(f"{paths[0]}: the bundle lacks {name}, which its manifest lists")
+        p.chmod(p.stat().st_mode | 0o755)
+    return files
+
+
+def _swap(tmp: Path, dest: Path) -> None:
+    """``tmp`` becomes ``dest``; what was at ``dest`` goes only once the new folder is in place."""
+    old = None
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
