@@ -75,3 +75,23 @@ def test_shards_of_a_suite_merge_back_into_it(tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness", "merge", str(parts[0]), "--out", str(tmp_path / "x.csv"),
                         "--suite", str(suite)], capture_output=True, text=True, env=ENV, cwd=ROOT)  # fmt: skip
     assert r.returncode == 2 and "cases are in no part" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="harness/run/node.py ignores an inherited CUDA_VISIBLE_DEVICES: --gpus all counts `nvidia-smi -L` (every "
+    "GPU of the machine, whatever the process was given) and each part's worker gets CUDA_VISIBLE_DEVICES=<index>, "
+    "replacing the inherited list, so under a Slurm allocation or a CI runner pinned to GPUs 2,3 the parts run on "
+    "GPUs 0..n-1: other jobs' GPUs (scripts/slurm/perf-array.sbatch works around it)",
+)
+def test_gpus_all_means_the_gpus_this_process_was_given(monkeypatch, tmp_path):
+    from harness.run.group import visible
+
+    # a 4-GPU machine as nvidia-smi lists it (it ignores CUDA_VISIBLE_DEVICES), of which this process was given 2,3
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\nfor i in 0 1 2 3; do echo "GPU $i: NVIDIA H200 (UUID: GPU-$i)"; done\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    shown = {visible([g])["CUDA_VISIBLE_DEVICES"] for g in parse_gpus("all")}
+    assert shown == {"2", "3"}
