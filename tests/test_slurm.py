@@ -1,8 +1,11 @@
 """scripts/slurm/ against a real single-node Slurm: munged, slurmctld and slurmd started here (as root, in the
-foreground, a temporary state folder, free ports, one node = this host with its CPUs), then scripts/slurm/submit.sh
-runs the CPU-interpreter version of the job array (no GPU; two shards of examples/softmax.yaml under the two venvs)
-and the merge job that depends on it; torn down after. Skipped, saying why, only where Debian's slurm-wlm and munge
-are not installed (scripts/test.sh installs them) or the daemons cannot run here."""
+foreground, a temporary state folder, free ports, one node = this host with the CPUs nproc counts), then
+scripts/slurm/submit.sh runs the job array (two shards of examples/softmax.yaml under the two venvs, on the CPU
+interpreter) and the merge job that depends on it; torn down after. The node also declares four GPUs whose device
+files are character devices made here (as /dev/null is: Slurm only checks the kind of file and hands them out), so
+Slurm allocates GPUs and sets each task's CUDA_VISIBLE_DEVICES exactly as on a GPU node; the kernels still run on
+the CPU. Skipped, saying why, only where Debian's slurm-wlm and munge are not installed (scripts/test.sh installs
+them) or the daemons cannot run here."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -27,6 +31,8 @@ pytestmark = pytest.mark.slow
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo")
 SUITE = ROOT / "examples" / "softmax.yaml"
 VENVS = [ROOT / ".venvs" / name / "bin" / "python" for name in ("golden", "tot")]
+need_venvs = pytest.mark.skipif(not all(p.exists() for p in VENVS), reason="run `make test` to build the two venvs")
+GPUS = 4
 
 
 def _free_ports(n: int) -> list[int]:
@@ -39,9 +45,11 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _conf(d: Path, host: str) -> str:
+def _conf(d: Path, host: str, gpus: int) -> str:
     ctld, slurmd = _free_ports(2)
+    gres = f" Gres=gpu:{gpus}" if gpus else ""
     return f"""ClusterName=harnesstest
+GresTypes=gpu
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={ctld}
 SlurmdPort={slurmd}
@@ -66,14 +74,17 @@ MpiDefault=none
 SwitchType=switch/none
 ReturnToService=2
 MinJobAge=3600
-NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={len(os.sched_getaffinity(0))}{gres} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def _tail(path: Path, n: int = 5) -> str:
+def _last_words(path: Path) -> str:
+    """A daemon's fatal lines, else its errors (less the missing state files of a first start), else its end."""
     lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-    return " | ".join(line for line in lines if "error" in line.lower())[-600:] or " | ".join(lines[-n:])
+    fatal = [line for line in lines if "fatal" in line.lower()]
+    errors = [line for line in lines if "error" in line.lower() and "state" not in line.lower()]
+    return " | ".join((fatal or errors or lines)[-3:])[-400:]
 
 
 def _wait(what: str, ready, procs: list[subprocess.Popen], logs: list[Path], timeout: float = 60.0) -> None:  # noqa: ANN001
@@ -86,13 +97,26 @@ def _wait(what: str, ready, procs: list[subprocess.Popen], logs: list[Path], tim
         if dead:
             break
         time.sleep(0.5)
-    said = "; ".join(f"{log.name}: {_tail(log)}" for log in logs)
+    said = "; ".join(f"{log.name}: {w}" for log in logs if (w := _last_words(log)))
     pytest.skip(f"{what} did not start in this container ({said})")
+
+
+def _gpu_devices(folder: Path, host: str, gres_conf: Path) -> tuple[int, str]:
+    """Character devices standing for GPUs (major/minor of /dev/null) and the gres.conf that names them."""
+    folder.mkdir()
+    try:
+        for i in range(GPUS):
+            os.mknod(folder / f"nvidia{i}", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError as err:
+        return 0, f"no device files can be made here for Slurm's GPUs ({err.strerror})"
+    gres_conf.write_text(f"NodeName={host} Name=gpu File={folder}/nvidia[0-{GPUS - 1}]\n")
+    return GPUS, ""
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    """The environment for Slurm's client commands (SLURM_CONF) of a one-node cluster on this host."""
+    """A one-node cluster on this host: ``env`` for Slurm's client commands (SLURM_CONF), its ``gpus`` (0 and
+    ``no_gpus`` saying why where device files cannot be made)."""
     missing = [b for b in DAEMONS if not shutil.which(b)]
     if missing:
         pytest.skip(
@@ -108,8 +132,9 @@ def slurm(tmp_path_factory):
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     host = socket.gethostname().split(".")[0]
-    conf = d / "slurm.conf"
-    conf.write_text(_conf(d, host))
+    gpus, why = _gpu_devices(d / "dev", host, d / "gres.conf")
+    conf = d / "slurm.conf"  # gres.conf beside it
+    conf.write_text(_conf(d, host, gpus))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     procs: list[subprocess.Popen] = []
     try:
@@ -128,9 +153,9 @@ def slurm(tmp_path_factory):
             r = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=env)
             return r.returncode == 0 and r.stdout.strip() == "idle"
 
-        logs = [d / "slurmctld.log", d / "slurmd.log", d / "slurmctld.out", d / "slurmd.out"]
+        logs = [d / "slurmd.out", d / "slurmctld.out", d / "slurmd.log", d / "slurmctld.log"]
         _wait("slurmctld + slurmd (node idle)", idle, procs, logs)
-        yield env
+        yield {"env": env, "gpus": gpus, "no_gpus": why}
     finally:
         jobs = subprocess.run(["squeue", "-h", "-o", "%A"], capture_output=True, text=True, env=env).stdout.split()
         if jobs:
@@ -145,11 +170,11 @@ def slurm(tmp_path_factory):
 
 
 def submit(env: dict[str, str], results: Path, *args: str) -> tuple[str, str]:
+    """scripts/slurm/submit.sh on the CPU interpreter (``args``: --shards, --gpus-per-task, ...); the job ids."""
     run_env = {**env, "HARNESS_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
                "HARNESS_RUN_ARGS": "--launches 1"}  # fmt: skip
     r = subprocess.run(
-        ["bash", "scripts/slurm/submit.sh", "--suite", str(SUITE), "--results", str(results), "--gpus-per-task", "0",
-         "--golden-env", "envs/venv-golden.yaml", "--tot-env", "envs/venv-tot.yaml", "--no-fail", *args],
+        ["bash", "scripts/slurm/submit.sh", "--suite", str(SUITE), "--results", str(results), "--golden-env", "envs/venv-golden.yaml", "--tot-env", "envs/venv-tot.yaml", "--no-fail", *args],
         capture_output=True, text=True, env=run_env, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -180,14 +205,9 @@ def finished(env: dict[str, str], *jobs: str, timeout: float = 900.0) -> dict[st
     return states
 
 
-@pytest.mark.skipif(not all(p.exists() for p in VENVS), reason="run `make test` to build the two venvs")
-def test_a_job_array_of_shards_then_the_merge_job(slurm, tmp_path):
-    results = tmp_path / "results"
-    array, merge = submit(slurm, results, "--shards", "2")
-    states = finished(slurm, array, merge)
-    logs = {p.name: p.read_text()[-1500:] for p in (results / "logs").glob("*.out")}
-    assert states == {f"{array}_1": ("COMPLETED", "0:0"), f"{array}_2": ("COMPLETED", "0:0"),
-                      merge: ("COMPLETED", "0:0")}, logs  # fmt: skip
+def _check_merged(results: Path, logs: dict[str, str]) -> list[str]:
+    """The merged files hold every case of the suite once, compare judged them all, the report exists; returns
+    the case ids of each shard's part (asserted non-empty and together the suite)."""
     wanted = sorted(c.case_id for c in load_suite(SUITE))
     shards = [sorted(load_results(results / f"shard-{i}" / "golden.csv")["case_id"]) for i in (1, 2)]
     assert all(shards) and sorted(shards[0] + shards[1]) == wanted  # two real parts, together the suite
@@ -203,14 +223,70 @@ def test_a_job_array_of_shards_then_the_merge_job(slurm, tmp_path):
     assert meta["golden"]["path"].endswith("golden.csv") and meta["tot"]["env"]["triton"]["version"] == "3.9.0"
     assert "3.9.0" in (results / "compare.md").read_text()
     assert (results / "report" / "index.html").is_file()
-    assert "shard 1/2 of" in logs["shard-1.out"] and "shard 2/2 of" in logs["shard-2.out"]
+    return shards
 
 
-@pytest.mark.skipif(not all(p.exists() for p in VENVS), reason="run `make test` to build the two venvs")
+def _run(cluster: dict, results: Path, *args: str) -> dict[str, str]:
+    """Submit, wait, assert the two tasks and the merge completed with exit 0; the logs."""
+    array, merge = submit(cluster["env"], results, *args)
+    states = finished(cluster["env"], array, merge)
+    logs = {p.name: p.read_text()[-1500:] for p in (results / "logs").glob("*.out")}
+    assert states == {f"{array}_1": ("COMPLETED", "0:0"), f"{array}_2": ("COMPLETED", "0:0"),
+                      merge: ("COMPLETED", "0:0")}, logs  # fmt: skip
+    return logs
+
+
+def _knobs_gpu(part: Path) -> str:
+    """The CUDA_VISIBLE_DEVICES a part's worker ran with (its sidecar's knobs)."""
+    return load_results(part).attrs["env"]["knobs"].get("CUDA_VISIBLE_DEVICES", "")
+
+
+@need_venvs
+def test_a_job_array_of_shards_then_the_merge_job(slurm, tmp_path):
+    """One GPU per task (the default; none where the cluster has no GPUs): the workers inherit the one Slurm set."""
+    results = tmp_path / "results"
+    per_task = 1 if slurm["gpus"] else 0
+    logs = _run(slurm, results, "--shards", "2", "--gpus-per-task", str(per_task))
+    _check_merged(results, logs)
+    for i in (1, 2):
+        m = re.search(rf"shard {i}/2 of .* GPUs (\S+),", logs[f"shard-{i}.out"])
+        assert m, logs
+        if per_task:
+            assert m.group(1) in {str(g) for g in range(GPUS)}
+            assert _knobs_gpu(results / f"shard-{i}" / "golden.csv") == m.group(1)
+            assert _knobs_gpu(results / f"shard-{i}" / "tot.csv") == m.group(1)
+        else:
+            assert m.group(1) == "none"
+
+
+@need_venvs
+def test_each_task_measures_both_stacks_on_the_gpus_slurm_gave_it(slurm, tmp_path):
+    """Two GPUs per task: Slurm hands each task two of the node's four; the task spreads its shard over exactly
+    those (one part per GPU, both stacks on each), and the two tasks share none."""
+    if not slurm["gpus"]:
+        pytest.skip(slurm["no_gpus"])
+    results = tmp_path / "results"
+    logs = _run(slurm, results, "--shards", "2", "--gpus-per-task", "2")
+    _check_merged(results, logs)
+    given = []
+    for i in (1, 2):
+        m = re.search(r"GPUs (\S+),", logs[f"shard-{i}.out"])
+        assert m, logs
+        gpus = m.group(1).split(",")
+        assert len(gpus) == 2
+        for env in ("golden", "tot"):
+            parts = sorted((results / f"shard-{i}" / f"{env}.csv.parts").glob("gpu*.csv"))
+            assert [p.stem for p in parts] == [f"gpu{g}" for g in sorted(gpus)]
+            assert [_knobs_gpu(p) for p in parts] == sorted(gpus)  # each worker shown one GPU of the task's
+        given += gpus
+    assert sorted(given) == [str(g) for g in range(GPUS)]  # no GPU given to both tasks
+
+
+@need_venvs
 def test_the_merge_job_names_a_shard_that_did_not_finish(slurm, tmp_path):
     results = tmp_path / "results"
-    array, merge = submit(slurm, results, "--shards", "2", "--only", "1")  # as if shard 2's task had died
-    states = finished(slurm, array, merge)
+    array, merge = submit(slurm["env"], results, "--shards", "2", "--gpus-per-task", "0", "--only", "1")
+    states = finished(slurm["env"], array, merge)  # as if shard 2's task had died
     assert states[f"{array}_1"] == ("COMPLETED", "0:0")
     assert states[merge] == ("FAILED", "2:0")  # afterany: the merge ran although shard 2 never did, and refused
     log = (results / "logs" / "merge.out").read_text()

@@ -5,6 +5,7 @@ PRs, every script they call exists; the sharded one runs both stacks in each sha
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.results.load import load_results
 from tests.conftest import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -118,6 +120,7 @@ def test_sharded_workflow_shape():
     assert shard["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
     assert shard["strategy"]["fail-fast"] is False
     assert shard["env"]["SHARD"] == "${{ matrix.shard }}/${{ strategy.job-total }}"
+    assert shard["env"]["HARNESS_TOT_TRITON"] == "${{ vars.HARNESS_TOT_TRITON }}"  # envs/tot.yaml's overlay
     run = next(s["run"] for s in shard["steps"] if "harness run" in s.get("run", ""))
     for option in ("--env envs/golden.yaml", "--with-env envs/tot.yaml", '--shard "$SHARD"', '--times "$TIMES"'):
         assert option in run  # both stacks in one run on the shard's GPU
@@ -135,3 +138,60 @@ def test_sharded_workflow_shape():
     order = list(steps)
     assert order.index("Merge the shards") < order.index("Compare") < order.index("Sticky PR comment")
     assert order.index("Compare") < order.index("Google spreadsheet") < order.index("Gate")
+
+
+VENVS = {name: ROOT / ".venvs" / name / "bin" / "python" for name in ("golden", "tot")}
+
+
+def _step(job: dict, name: str) -> str:
+    return next(s["run"] for s in job["steps"] if s.get("name") == name)
+
+
+def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """A run step as GitHub runs it on Linux: bash --noprofile --norc -eo pipefail FILE."""
+    f = cwd / f"step-{abs(hash(script))}.sh"
+    f.write_text(script)
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(f)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in VENVS.values()), reason="run `make test` to build the two venvs")
+def test_the_sharded_workflows_steps_run_as_written(tmp_path):
+    """The shard job's run step for two shards, the download's layout, then the merge job's merge, compare and
+    report steps, on the CPU interpreter: golden is the 3.6.0 venv, TOT a folder holding Triton 3.9.0 put ahead
+    of the TOT venv's own (the overlay a GPU runner gets through HARNESS_TOT_TRITON)."""
+    import triton
+
+    wf, _ = _load(SHARDED)
+    overlay = tmp_path / "tot-triton"
+    overlay.mkdir()
+    (overlay / "triton").symlink_to(Path(triton.__file__).parent)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1", "SUITE": "examples/softmax.yaml",
+           "TIMES": "", "HARNESS_GOLDEN_PYTHON": str(VENVS["golden"]), "HARNESS_TOT_PYTHON": str(VENVS["tot"]),
+           "HARNESS_TOT_TRITON": str(overlay)}  # fmt: skip
+    work = tmp_path / "checkout"
+    top = {".git", ".tools", "reports", "results", "parts"}  # the checkout a runner gets, without this one's outputs
+    shutil.copytree(ROOT, work, symlinks=True, ignore=lambda d, names: [n for n in names if "cache" in n or (
+        Path(d) == ROOT and n in top)])  # fmt: skip
+    run = _step(wf["jobs"]["shard"], "Golden and TOT of this shard")
+    for i in (1, 2):
+        r = _bash(run, {**env, "SHARD": f"{i}/2"}, work)
+        assert r.returncode == 0, r.stderr[-3000:]
+        shutil.move(work / "results", work / "parts" / f"perf-shard-{i}")  # upload, then download by pattern
+    out, summary = tmp_path / "github_output", tmp_path / "summary.md"
+    env.update(GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary), TITLE="PR 1")
+    merge = wf["jobs"]["merge"]
+    said = {}
+    for name in ("Merge the shards", "Compare", "Report"):
+        r = _bash(_step(merge, name), env, work)
+        said[name] = r.stdout[-2000:] + r.stderr[-3000:]
+        assert r.returncode == 0, f"{name}: {said[name]}"
+    assert said["Merge the shards"].count("(2 parts)") == 2
+    rc = dict(line.split("=", 1) for line in out.read_text().split())["rc"]
+    assert rc in ("0", "1"), said["Compare"]  # a verdict (CPU wall-clock times may 'regress'): not refused
+    for stack, version in (("golden", "3.6.0"), ("tot", "3.9.0")):
+        df = load_results(work / "results" / f"{stack}.csv")
+        assert len(df) == 6 and df.attrs["env"]["triton"]["version"] == version
+        assert sorted(Path(p["path"]).parent.name for p in df.attrs["env"]["parts"]) == ["perf-shard-1", "perf-shard-2"]
+    assert "3.9.0" in summary.read_text() and (work / "results" / "report" / "index.html").is_file()

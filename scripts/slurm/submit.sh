@@ -38,11 +38,13 @@ done
 [[ -z $ONLY || $ONLY =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--only $ONLY: expected shard numbers such as 3,5"
 for i in ${ONLY//,/ }; do ((i >= 1 && i <= SHARDS)) || die "--only: shard $i is not one of 1..$SHARDS"; done
 [ -n "$RESULTS" ] || { [ -z "$ONLY" ] || die "--only needs the --results of the first submission"; }
+SUITE=$(abs "$SUITE") GOLDEN_ENV=$(abs "$GOLDEN_ENV") TOT_ENV=$(abs "$TOT_ENV")
+[ -f "$SUITE" ] || [ -f "$ROOT/$SUITE" ] || die "--suite $SUITE: no such file"
+[ -z "$TIMES" ] || TIMES=$(abs "$TIMES")
+[ -z "$TIMES" ] || [ -f "$TIMES" ] || [ -f "$ROOT/$TIMES" ] || die "--times $TIMES: no such file"
 RESULTS=${RESULTS:-$ROOT/results/slurm-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$RESULTS/logs"
-RESULTS=$(realpath "$RESULTS") SUITE=$(abs "$SUITE") GOLDEN_ENV=$(abs "$GOLDEN_ENV") TOT_ENV=$(abs "$TOT_ENV")
-[ -z "$TIMES" ] || TIMES=$(abs "$TIMES")
-[ -f "$SUITE" ] || [ -f "$ROOT/$SUITE" ] || die "--suite $SUITE: no such file"
+RESULTS=$(realpath "$RESULTS")
 export HARNESS_ROOT=$ROOT SHARDS GPUS_PER_TASK SUITE RESULTS GOLDEN_ENV TOT_ENV TIMES FAIL_ON_REGRESSION
 gres=()
 if ((GPUS_PER_TASK > 0)); then gres=(--gres="gpu:$GPUS_PER_TASK"); fi
@@ -50,7 +52,9 @@ array=$(sbatch --parsable --export=ALL --array="${ONLY:-1-$SHARDS}" "${gres[@]}"
   --output="$RESULTS/logs/shard-%a.out" "$@" "$ROOT/scripts/slurm/perf-array.sbatch")
 array=${array%%;*}
 merge=$(sbatch --parsable --export=ALL --dependency="afterany:$array" --kill-on-invalid-dep=yes \
-  --output="$RESULTS/logs/merge.out" "$@" "$ROOT/scripts/slurm/merge.sbatch")
+  --output="$RESULTS/logs/merge.out" "$@" "$ROOT/scripts/slurm/merge.sbatch") \
+  || die "array job $array was submitted but the merge job was not (sbatch said why above): scancel $array, or" \
+    "submit the merge later with --only and the same --results"
 merge=${merge%%;*}
 echo "array job: $array (shards ${ONLY:-1-$SHARDS} of $SHARDS, ${GPUS_PER_TASK} GPUs each)"
 echo "merge job: $merge (after every shard has ended)"
