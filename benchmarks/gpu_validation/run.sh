@@ -22,6 +22,9 @@
 #                                                        `harness env pack VERSION --python 3.12 --out
 #                                                        STAGE/VERSION`, unpacked into HARNESS_TRITON_DIR
 #                                                        (and STAGE/TOT_VERSION into HARNESS_TOT_TRITON if absent)
+#                                                      shards: perf-sharded.yml's shard and merge jobs on one
+#                                                        machine: SHARDS shards (default: one per GPU) at once,
+#                                                        each pinned to its own GPU as a runner would be; TIMES
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -271,6 +274,35 @@ for f in sys.argv[1:]:
     print(f, {k: m["gpu"].get(k) for k in ("name", "uuid", "pci_bus_id")}, m["host"], m["triton"], sorted(m["run_options"]))
 PY
       stamp "safety end"
+      ;;
+    shards)  # the sharded workflow on one machine: shard I on GPU I-1 only (CUDA_VISIBLE_DEVICES, as a runner of
+             # its own), both stacks in each, all at once; then the merge job's merge (--suite) and compare
+             # (--require-same-gpu: every case's golden and TOT rows name one GPU): RESULTS/shards/
+      n=${SHARDS:-$(nvidia-smi -L | grep -c '^GPU')}
+      S=$R/shards
+      stamp "shards $n start"
+      for i in $(seq 1 "$n"); do
+        mkdir -p "$S/shard-$i"
+        CUDA_VISIBLE_DEVICES=$((i - 1)) hrun --env envs/golden.yaml --out "$S/shard-$i/golden.csv" \
+          --with-env envs/tot.yaml --with-out "$S/shard-$i/tot.csv" --suite "$SUITE" --shard "$i/$n" --resume \
+          ${TIMES:+--times "$TIMES"} >"$S/shard-$i.log" 2>&1 &
+      done
+      wait
+      stamp "shards $n end"
+      for s in golden tot; do
+        # shellcheck disable=SC2046 # one argument per shard
+        h merge $(for i in $(seq 1 "$n"); do echo "$S/shard-$i/$s.csv"; done) --out "$S/$s.csv" --suite "$SUITE" \
+          || echo "merge $s: exit $?"
+      done
+      h compare "$S/golden.csv" "$S/tot.csv" --out "$S/compare.csv" --markdown "$S/compare.md" --require-same-gpu \
+        2>&1 | tail -25 || true
+      python3 - "$S"/shard-*/golden.csv <<'PY'
+import sys
+from harness.results.load import load_results
+for f in sys.argv[1:]:
+    df = load_results(f)
+    print(f, len(df), "cases", sorted(set(df["gpu"].astype(str))), f"{df['time_us'].sum() / 1e3:.1f} ms timed")
+PY
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
