@@ -11,6 +11,12 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   { $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium chromium-driver; } >/dev/null 2>&1 \
     || echo "test.sh: could not install chromium; the browser tests will be skipped" >&2
 fi
+# the history tests start a real PostgreSQL server (tests/history/conftest.py): Debian's postgresql
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  { $SUDO apt-get update -q && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install postgresql; the PostgreSQL tests will be skipped" >&2
+fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
 # the oldest typer (and click) that pyproject.toml allows, for the CLI's exit-code tests
