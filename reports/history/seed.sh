@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rebuilds the example history database (reports/history/history.sqlite) from the runs committed under reports/,
-# and its HTML report (reports/history/report/). Every step is a `harness history` command a team would type.
+# Rebuilds the example history database (reports/history/history.sqlite, committed xz-compressed: 4 MB -> 0.4 MB;
+# `xz -dk reports/history/history.sqlite.xz` gives it back) from the runs committed under reports/, and its HTML
+# report (reports/history/report/). Every step is a `harness history` command a team would type.
 # Tags: the suite family of each run (batched-gemm, library); `experiment` for the measurement-method experiments of 2026-11-22
 # and the safety check, `tuning` for config sweeps. Commits: those the runs' summaries name.
 set -euo pipefail
@@ -31,12 +32,15 @@ add --tag batched-gemm,experiment --label "safety checks" --commit 7b3c881 $B/sa
 add --tag library,tuning --label "library sweeps" --commit 2204624 $L/tuning/sweep-*.csv
 add --tag library --label "H100 library" --commit 2204624 $L/compare.csv $L/compare-aa.csv
 
-# known steps (docs/results-format.md, the experiments' READMEs)
+# known steps (the runs' sidecars, docs/results-format.md, the experiments' READMEs)
 note() { python3 -m harness history annotate --db "$DB" "$@"; }
 note --at 2026-11-22T08:10 --kind method "launch gap auto: 2x the kernel's time, at most 10 ms (was 1 ms)"
 note --at 2026-11-22T08:52 --kind method "placement shuffled before every timed launch"
-note --at 2026-11-22T10:00 --kind method "inputs moved before every launch; ~40 ms of launches a rep"
+note --at 2026-11-22T09:50 --kind method "input placement A/B: inputs moved 5 places a rep, or fixed"
+note --at 2026-11-22T09:59 --kind method "inputs moved 10 places a rep"
+note --at 2026-11-22T10:20 --kind method "inputs moved before every timed launch (the default since)"
 note --at 2026-11-23T23:40 --kind retune --gpu H100 "sm90 configs of the library picked from 922-point sweeps"
 
 python3 -m harness history list --db "$DB"
 python3 -m harness report --history "$DB" --out reports/history/report --title "History of the committed runs"
+xz -9 -k -f "$DB"

@@ -281,3 +281,24 @@ def test_migrations_from_empty(tmp_path):
 
 def test_migrations_from_the_previous_schema(tmp_path):
     check_upgrade_from_previous_schema(str(tmp_path / "h.sqlite"))
+
+
+def test_the_committed_example_database(tmp_path):
+    """reports/history/history.sqlite.xz (reports/history/seed.sh): at this schema, with every committed run."""
+    import lzma
+
+    from harness.history import queries as q
+
+    db = tmp_path / "history.sqlite"
+    db.write_bytes(lzma.decompress((ROOT / "reports" / "history" / "history.sqlite.xz").read_bytes()))
+    with History.open(db, write=False) as h, h.reading() as conn:
+        runs_, comps = q.runs_frame(conn), q.comparisons_frame(conn, include_aa=False)
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == HEAD
+    assert len(runs_) == 32 and set(runs_["gpu_name"]) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
+    assert runs_["tags"].str.contains("experiment").sum() == 16 and runs_["tags"].str.contains("tuning").sum() == 7
+    # golden vs TOT: the H200 and H100 batched GEMMs (2026-11-22), the H100 library (2026-11-23)
+    assert comps[["gpu_name", "regressions"]].values.tolist() == [
+        ["NVIDIA H200", 35],
+        ["NVIDIA H100 80GB HBM3", 30],
+        ["NVIDIA H100 80GB HBM3", 38],
+    ]
