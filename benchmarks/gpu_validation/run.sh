@@ -16,6 +16,9 @@
 #                                                      pick: tune_pick.py over them into CONFIGS (a copy of
 #                                                        kernels/configs; HARNESS_CONFIG_DIR for later steps)
 #                                                      vendor: benchmarks/vendor_baseline.py (golden), FAMILIES
+#                                                      history: ROUNDS (default 4) of golden + TOT interleaved,
+#                                                        each run and comparison --record'ed into
+#                                                        RESULTS/history/history.sqlite, then its tables and report
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -239,6 +242,25 @@ for f in sys.argv[1:]:
     print(f, {k: m["gpu"].get(k) for k in ("name", "uuid", "pci_bus_id")}, m["host"], m["triton"], sorted(m["run_options"]))
 PY
       stamp "safety end"
+      ;;
+    history)  # issue 23 on a GPU: `--record` as runs and comparisons finish, then what the history makes of them
+      HD="$R/history"
+      mkdir -p "$HD"
+      export HARNESS_DB="$HD/history.sqlite"
+      F=${FILTER:-'B128_M(16|256)_N512_K128$'}
+      for i in $(seq 1 "${ROUNDS:-4}"); do
+        stamp "history round $i"
+        hrun --env envs/golden.yaml --with-env envs/tot.yaml --with-out "$HD/tot-$i.csv" --out "$HD/golden-$i.csv" \
+          --suite "$SUITE" --filter "$F" --record 2>&1 | { grep '^history:' || true; } | tee -a "$HD/record.txt"
+        h compare "$HD/golden-$i.csv" "$HD/tot-$i.csv" --out "$HD/compare-$i.csv" --record >"$HD/compare-$i.txt" 2>&1 || true
+        grep '^history:' "$HD/compare-$i.txt" | tee -a "$HD/record.txt" || true
+      done
+      h history list >"$HD/list.txt"
+      h history regressions >"$HD/regressions.txt"
+      h history changepoints --min-points 4 >"$HD/changepoints.txt"
+      h history trend batched_gemm_bf16 >"$HD/trend-bf16.txt" || true
+      h report --history "$HARNESS_DB" --out "$HD/report"
+      stamp "history end"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

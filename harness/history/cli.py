@@ -159,10 +159,9 @@ def list_(
     f = _filter(gpu=gpu, since=since, until=until, tag=tag, without_tag=without_tag)
     with _open(db) as h, h.reading() as conn:
         runs, comps = q.runs_frame(conn, f), q.comparisons_frame(conn, f)
-    if csv or out:
-        runs = runs.assign(kind="run")
-        comps = comps.assign(kind="comparison")
-        _emit(runs.rename(columns={"run_at": "when"}).pipe(lambda r: _concat(r, comps)), csv, out, None)
+    if csv or out:  # one frame: a run's time is its "when", as a comparison's is
+        both = _concat(runs.rename(columns={"run_at": "when"}).assign(kind="run"), comps.assign(kind="comparison"))
+        _emit(both, csv, out, None)
         return
     con = _console()
     runs = runs.assign(

@@ -125,7 +125,15 @@ class History:
         loc = resolve(db)
         if loc.path is not None:
             _check_file(loc.path, write)
-        history = cls(loc, _engine(loc), log or (lambda _m: None))
+        try:
+            engine = _engine(loc)
+        except ImportError as err:  # a driver named in the URL that is not installed
+            raise HarnessError(f"{loc.shown}: its driver is not installed ({loc.scrub(str(err))})") from None
+        except Exception as err:  # noqa: BLE001 - SQLAlchemy's ArgumentError, NoSuchModuleError, ...: one line
+            raise HarnessError(
+                f"{loc.shown}: {loc.scrub(str(err).splitlines()[0] if str(err) else type(err).__name__)}"
+            ) from None
+        history = cls(loc, engine, log or (lambda _m: None))
         try:
             with db_errors(loc):
                 history._migrate(write)
@@ -376,7 +384,8 @@ def _same_run(found: Path, env: dict[str, Any]) -> bool:
 
 
 def _revision(conn: Any) -> tuple[str | None, bool]:
-    """(the database's schema revision or None, whether it has a ``runs`` table without being ours)."""
+    """(the database's schema revision or None, whether harness may use it: False when it has a ``runs`` table
+    but no revision, i.e. it is someone else's)."""
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import inspect
 

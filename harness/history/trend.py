@@ -182,7 +182,8 @@ def _print_pivot(con: Console, g: pd.DataFrame, gpu: str) -> None:
 
 def verdict_change_table(conn: Any, f: q.Filter, start: str | None, end: str | None, aa: bool) -> Shown:
     """Cases whose verdict differs between two comparisons (``--from``, ``--to``: ids or dates)."""
-    comps = q.comparisons_frame(conn, f.__class__(gpu=f.gpu, tags=f.tags, without_tags=f.without_tags), include_aa=aa)
+    which = q.Filter(gpu=f.gpu, tags=f.tags, without_tags=f.without_tags)  # kernel filters apply to the verdicts
+    comps = q.comparisons_frame(conn, which, include_aa=aa)
     if not len(comps):
         raise HarnessError("no comparison matches the filters (harness history list shows what is stored)")
     a = q.pick_comparison(comps, start) if start else comps.iloc[0]
@@ -228,7 +229,7 @@ def changepoint_table(conn: Any, f: q.Filter, min_points: int) -> Shown:
     if not len(rows):
         raise HarnessError("no stored row matches the filters")
     comps = q.comparisons_frame(conn)
-    rule = _rule_of(comps)
+    rule = rule_of(comps)
     steps = series_steps(rows, rule, min_points)
     verd = q.verdicts_frame(conn, comps["id"].tolist(), f)
     steps = steps.merge(q.run_verdicts(comps, verd), on=["run_id", "kernel", "case_id"], how="left")
@@ -262,7 +263,7 @@ def _print_steps(con: Console, s: pd.DataFrame, title: str) -> None:
     print_table(con, s, cols, title, styles={"by_rule": styled_verdict, "verdicts": styled_verdict})
 
 
-def _rule_of(comps: pd.DataFrame) -> Rule:
+def rule_of(comps: pd.DataFrame) -> Rule:
     """The rule of the newest stored comparison (the one the team gates on), else AITER's default."""
     if not len(comps):
         return Rule()

@@ -9,7 +9,7 @@ import pandas as pd
 
 from harness.history import queries as q
 from harness.history.changepoints import index_steps, series_steps
-from harness.history.trend import _rule_of
+from harness.history.trend import rule_of
 
 
 @dataclass
@@ -41,7 +41,7 @@ def load_view(db: str, kernels: set[str] | None = None) -> HistoryView:
         rows = q.results_frame(conn, f, columns=("kernel", "case_id", "params", "status", "time_us"))
         notes = q.annotations_frame(conn, f)
         shown = h.loc.shown
-    rule = _rule_of(comps)
+    rule = rule_of(comps)
     index = {k: q.kernel_index(g) for k, g in rows.groupby("kernel", sort=True)}
     return HistoryView(
         shown=shown,

@@ -122,6 +122,6 @@ def plot_kernel_trend(
         fontsize=10,
     )
     ax.grid(True, axis="y", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))  # never over the points
     fig.tight_layout()
     return _png(fig)
