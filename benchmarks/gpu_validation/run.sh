@@ -24,7 +24,11 @@
 #                                                        (and STAGE/TOT_VERSION into HARNESS_TOT_TRITON if absent)
 #                                                      shards: perf-sharded.yml's shard and merge jobs on one
 #                                                        machine: SHARDS shards (default: one per GPU) at once,
-#                                                        each pinned to its own GPU as a runner would be; TIMES
+#                                                        each pinned to its own GPU as a runner would be; TIMES: a previous
+#                                                        run's costs for --times
+#                                                      history: ROUNDS (default 4) of golden + TOT interleaved,
+#                                                        each run and comparison --record'ed into
+#                                                        RESULTS/history/history.sqlite, then its tables and report
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -303,6 +307,25 @@ for f in sys.argv[1:]:
     df = load_results(f)
     print(f, len(df), "cases", sorted(set(df["gpu"].astype(str))), f"{df['time_us'].sum() / 1e3:.1f} ms timed")
 PY
+      ;;
+    history)  # issue 23 on a GPU: `--record` as runs and comparisons finish, then what the history makes of them
+      HD="$R/history"
+      mkdir -p "$HD"
+      export HARNESS_DB="$HD/history.sqlite"
+      F=${FILTER:-'B128_M(16|256)_N512_K128$'}
+      for i in $(seq 1 "${ROUNDS:-4}"); do
+        stamp "history round $i"
+        hrun --env envs/golden.yaml --with-env envs/tot.yaml --with-out "$HD/tot-$i.csv" --out "$HD/golden-$i.csv" \
+          --suite "$SUITE" --filter "$F" --record 2>&1 | { grep '^history:' || true; } | tee -a "$HD/record.txt"
+        h compare "$HD/golden-$i.csv" "$HD/tot-$i.csv" --out "$HD/compare-$i.csv" --record >"$HD/compare-$i.txt" 2>&1 || true
+        grep '^history:' "$HD/compare-$i.txt" | tee -a "$HD/record.txt" || true
+      done
+      h history list >"$HD/list.txt"
+      h history regressions >"$HD/regressions.txt"
+      h history changepoints --min-points 4 >"$HD/changepoints.txt"
+      h history trend batched_gemm_bf16 >"$HD/trend-bf16.txt" || true
+      h report --history "$HARNESS_DB" --out "$HD/report"
+      stamp "history end"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

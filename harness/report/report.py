@@ -23,6 +23,7 @@ import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -30,10 +31,13 @@ from harness.compare.compare import Comparison, worst_first
 from harness.errors import HarnessError
 from harness.fsutil import ensure_parent, write_bytes, write_text
 from harness.render.envinfo import get
-from harness.report import plots
+from harness.report import history_plots, plots
 from harness.report.data import Run, dispatch_table, load_runs, params_frame, parse_vendor, vendor_table
 from harness.report.page import CSS, JS, env_table, html_table, img
 from harness.report.peaks import load_ceilings, peaks_for
+
+if TYPE_CHECKING:
+    from harness.history.view import HistoryView
 
 COMPARE_COLUMNS = ("verdict", "kernel", "case_id", "dtype", "golden_us", "tot_us", "delta_pct", "limit_us", "ratio")
 RUN_COLUMNS = ("case_id", "dtype", "time_us", "status", "spread_pct", "tflops", "gbps", "compile_s")
@@ -75,11 +79,13 @@ def write_report(
     ceilings: Path | None = None,
     explain_dir: str = "",
     title: str = "",
+    history: str | None = None,
 ) -> Path:
     """Write ``out/index.html`` and the PNGs; returns the index path. Every input is read and checked before
-    anything is drawn or written."""
-    if not results and compare_csv is None:
-        raise HarnessError("give at least one results CSV or --compare COMPARE.csv")
+    anything is drawn or written. ``history``: a history database (a file or URL, ``harness history``) whose
+    trends, change points and regression counts become sections of their own."""
+    if not results and compare_csv is None and history is None:
+        raise HarnessError("give at least one results CSV, --compare COMPARE.csv or --history DB")
     require_matplotlib()
     override = load_ceilings(ceilings) if ceilings is not None else None
     vendor_df = parse_vendor(vendor) if vendor is not None else None
@@ -91,12 +97,33 @@ def write_report(
         if not results:
             results = [p for p in (locate_results(n, compare_csv) for n in (cmp.golden_path, cmp.tot_path)) if p]
     runs = load_runs(results)
+    view = None
+    if history is not None:
+        from harness.history.view import load_view
+
+        view = load_view(history, {k for r in runs for k in r.df["kernel"].unique()} or None)
     gpu_name = next((get(r.env, ("gpu", "name")) for r in runs if get(r.env, ("gpu", "name"))), "")
     gpu_label, peaks = peaks_for(gpu_name, override)
     ensure_parent(out / "index.html")  # an unwritable --out is one line, before anything is drawn
     page = Page(out)
     if cmp is not None:
         _compare_section(page, cmp, explain_dir)
+    if view is not None:
+        _history_sections(page, view)
+    if runs:
+        _run_sections(page, runs, peaks, gpu_label, gpu_name, vendor_df, vendor)
+    return _write_index(page, runs, title)
+
+
+def _run_sections(
+    page: Page,
+    runs: list[Run],
+    peaks: dict[str, float],
+    gpu_label: str,
+    gpu_name: str,
+    vendor_df: pd.DataFrame | None,
+    vendor: Path | None,
+) -> None:
     _roofline_section(page, runs, peaks, gpu_label, gpu_name)
     _family_sections(page, runs, peaks)
     _scatter_sections(page, runs)
@@ -107,7 +134,6 @@ def write_report(
         _vendor_section(page, runs, vendor_df, vendor)
     _table_sections(page, runs)
     page.section("env", "Environments", html_table(env_table([(r.label, r.env) for r in runs]), cls="env"))
-    return _write_index(page, runs, title)
 
 
 def _compare_section(page: Page, cmp: Comparison, explain_dir: str) -> None:
@@ -123,6 +149,99 @@ def _compare_section(page: Page, cmp: Comparison, explain_dir: str) -> None:
     body += page.figure("delta.png", png, "TOT/golden ratio per case")
     body += html_table(t, row_class="verdict", table_id="compare-table")
     page.section("compare", "Golden vs TOT", body)
+
+
+def _history_sections(page: Page, view: HistoryView) -> None:
+    """The history database: regressions over time, each kernel's trend with its change points and the
+    annotations, every case's change points beside the verdicts."""
+    from harness.history.render import when
+
+    runs, comps = view.runs, view.comparisons
+    span = f"{when(runs['run_at'].min())} to {when(runs['run_at'].max())} UTC" if len(runs) else "no runs"
+    intro = (
+        f"<p>{html.escape(view.shown)}: {len(runs)} runs ({span}), {len(comps)} comparisons, "
+        f"{len(view.annotations)} annotations. Rule: {html.escape(view.rule)}.</p>"
+    )
+    body = intro
+    if len(view.counts):
+        body += page.figure("history-regressions.png", history_plots.plot_regression_counts(view.counts), "regressions")
+        body += html_table(_regression_pivot(view.counts))
+    else:
+        body += "<p>No golden-vs-TOT comparison stored.</p>"
+    page.section("history", "History: regressions over time", body, link="History")
+    figures = []
+    for j, (kernel, index) in enumerate(view.index.items()):
+        if index["run_id"].nunique() >= 2:
+            notes = _concerning(view.annotations, kernel)
+            png = history_plots.plot_kernel_trend(kernel, index, view.index_steps[kernel], notes)
+            figures.append(page.figure(f"history-trend-{j}.png", png, f"{kernel} over time"))
+    note = (
+        "<p class=\"note\">Each kernel's time per run: the geometric mean over its cases of time / that case's median "
+        "over every stored run, one line per stack and GPU model. Change points: ruptures' PELT on that line.</p>"
+    )
+    page.section(
+        "history-trends",
+        "History: trends per kernel",
+        note + ("".join(figures) or "<p>No kernel has two runs.</p>"),
+        link="Trends",
+    )
+    page.section("history-changes", "History: change points per case", _changes_body(view), link="Change points")
+
+
+def _regression_pivot(counts: pd.DataFrame) -> pd.DataFrame:
+    """Kernels as rows, comparisons (``#id date GPU``) as columns, regressions in the cells."""
+    label = counts.apply(
+        lambda r: f"#{r.comparison_id} {pd.Timestamp(r.when):%m-%d %H:%M} {str(r.gpu_name).removeprefix('NVIDIA ')}",
+        axis=1,
+    )
+    order = list(dict.fromkeys(label))
+    t = counts.assign(c=label).pivot(index="kernel", columns="c", values="regressions")[order]
+    t.loc["all"] = t.sum()
+    return t.reset_index().rename_axis(None, axis=1).fillna("")
+
+
+def _concerning(notes: pd.DataFrame, kernel: str) -> pd.DataFrame:
+    if not len(notes):
+        return notes
+    return notes[notes["kernel"].isna() | (notes["kernel"] == kernel)]
+
+
+def _changes_body(view: HistoryView) -> str:
+    steps = view.steps
+    parts = []
+    if len(steps):
+        t = steps.assign(
+            series=steps["env_name"] + " · " + steps["gpu_name"].fillna("").str.removeprefix("NVIDIA "),
+            Triton=steps["triton_before"].fillna("?") + " → " + steps["triton_after"].fillna("?"),
+            start=steps["run_at"].map(lambda v: f"{pd.Timestamp(v):%Y-%m-%d %H:%M}"),
+        )
+        cols = [
+            "kernel",
+            "case_id",
+            "series",
+            "start",
+            "Triton",
+            "before_us",
+            "after_us",
+            "step_pct",
+            "by_rule",
+            "points",
+        ]
+        parts.append(
+            f"<p>{len(steps)} change points (ruptures' PELT on each case's log time within one stack on one GPU model, "
+            "series of 5 or more runs); <em>by_rule</em>: the rule's verdict of the level after against the level before.</p>"
+        )
+        parts.append(
+            html_table(t[cols].rename(columns={"by_rule": "verdict"}), row_class="verdict", table_id="history-steps")
+        )
+    else:
+        parts.append("<p>No change point in any case series of 5 or more runs.</p>")
+    if len(view.annotations):
+        a = view.annotations
+        shown = a.assign(when=a["at"].map(lambda v: f"{pd.Timestamp(v):%Y-%m-%d %H:%M}"))
+        cols = ["when", "kind", "text", "kernel", "case_id", "gpu", "stack", "author"]
+        parts.append("<h3>Annotations</h3>" + html_table(shown[cols].fillna("")))
+    return "".join(parts)
 
 
 def _roofline_section(page: Page, runs: list[Run], peaks: dict[str, float], gpu_label: str, gpu_name: str) -> None:
@@ -224,14 +343,14 @@ def _kernel_table(g: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write_index(page: Page, runs: list[Run], title: str) -> Path:
-    title = title or ("Kernel report: " + " vs ".join(r.label for r in runs))
+    title = title or ("Kernel report: " + " vs ".join(r.label for r in runs) if runs else "Kernel history")
     navhtml = "<nav>" + "".join(f'<a href="#{a}">{html.escape(text)}</a>' for a, text in page.nav) + "</nav>"
     files = html.escape(", ".join(str(r.path) for r in runs))
     text = (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        f'<p class="note">{len(runs)} results files: {files}</p>'
-        f"{navhtml}{''.join(page.sections)}<script>{JS}</script></body></html>"
+        + (f'<p class="note">{len(runs)} results files: {files}</p>' if runs else "")
+        + f"{navhtml}{''.join(page.sections)}<script>{JS}</script></body></html>"
     )
     index = page.out / "index.html"
     write_text(index, text)

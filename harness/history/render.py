@@ -1,0 +1,123 @@
+"""Terminal tables of the history commands (rich, readable at 80 columns: long kernel names become ``k1``, ``k2``…
+with a legend, case ids wrap, nothing is cut) and their CSV form. Data goes to stdout, messages to stderr."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from harness.render.terminal import _table, kernel_keys
+from harness.render.vocabulary import LOOKS
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of a terminal table: the frame's column, its heading, how a value is shown."""
+
+    name: str
+    heading: str = ""
+    fmt: str = ""  # a format spec for numbers; "when" for times; "" as text
+    justify: str = "left"
+    fold: bool = False  # wrap long values (case ids) instead of keeping them on one line
+    min_width: int = 0  # a folded column is given this much before others shrink it (0: its longest value, <= 24)
+
+
+def when(v: Any) -> str:
+    """A time as ``YY-MM-DD HH:MM`` (UTC), empty when unknown."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NaT:
+        return ""
+    t = pd.Timestamp(v)
+    return "" if pd.isna(t) else t.strftime("%y-%m-%d %H:%M")
+
+
+def cell(v: Any, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or (not isinstance(v, str) and pd.isna(v)):
+        return ""
+    if fmt == "when":
+        return when(v)
+    if fmt and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return format(v, fmt)
+    return str(v)
+
+
+def short_gpu(name: Any) -> str:
+    """``NVIDIA H100 80GB HBM3`` → ``H100 80GB HBM3``."""
+    text = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
+    return text.removeprefix("NVIDIA ").removeprefix("AMD ")
+
+
+def gpu_model(name: Any) -> str:
+    """The model alone, for narrow tables: ``NVIDIA H100 80GB HBM3`` → ``H100``; ``AMD Instinct MI300X`` →
+    ``MI300X``."""
+    words = short_gpu(name).removeprefix("Instinct ").split()
+    return words[0] if words else ""
+
+
+def text_or(v: Any, default: str = "?") -> str:
+    """``v`` as text, ``default`` when it is missing (None or NaN)."""
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def styled_verdict(text: str) -> str:
+    """A verdict (or ``verdict (#id)``, several ``;``-joined) in its colours."""
+    parts = []
+    for part in str(text).split("; "):
+        word = part.split(" ", 1)[0]
+        style = LOOKS[word].style if word in LOOKS else ""
+        parts.append(f"[{style}]{escape(part)}[/]" if style else escape(part))
+    return "; ".join(parts)
+
+
+def print_table(
+    con: Console,
+    df: pd.DataFrame,
+    cols: Sequence[Col],
+    title: str,
+    *,
+    kernel_col: str = "kernel",
+    styles: dict[str, Callable[[str], str]] | None = None,
+    totals: tuple[str, ...] = (),
+) -> None:
+    """``df`` under its title (a line of its own: a narrow table would wrap it); kernel names too long for the
+    console are keyed, with a legend first (``totals``: row labels in that column that are not kernels)."""
+    styles = styles or {}
+    names = [k for k in df[kernel_col].unique() if k not in totals] if kernel_col in df.columns else []
+    keys = kernel_keys(names, con.width) if names else {}
+    if any(k != n for n, k in keys.items()):
+        con.print("[bold]kernels[/]")
+        for name, key in keys.items():
+            con.print(f"  {key} = {escape(name)}")
+    con.print(Text(title, style="bold"))
+    table = _table("")
+    for c in cols:
+        heading = c.heading or c.name
+        width = c.min_width or (min(int(df[c.name].astype(str).str.len().max()), 24) if c.fold and len(df) else 0)
+        width = max(width, *(len(w) for w in heading.split())) if c.fold else None
+        table.add_column(heading, justify=c.justify, overflow="fold", no_wrap=not c.fold, min_width=width)
+    for rec in df[[c.name for c in cols]].itertuples(index=False, name=None):
+        cells = []
+        for c, v in zip(cols, rec):
+            text = keys.get(v, str(v)) if c.name == kernel_col else cell(v, c.fmt)
+            cells.append(styles[c.name](text) if c.name in styles and text else escape(text))
+        table.add_row(*cells)
+    con.print(table)
+
+
+def to_csv(df: pd.DataFrame) -> str:
+    """A frame as CSV text: times in ISO 8601 (UTC, ``Z``), numbers as stored."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_datetime64_any_dtype(out[c]) or (len(out) and isinstance(out[c].iloc[0], datetime)):
+            out[c] = pd.to_datetime(out[c]).dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    buf = io.StringIO()
+    out.to_csv(buf, index=False, lineterminator="\n")
+    return buf.getvalue()

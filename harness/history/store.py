@@ -1,0 +1,437 @@
+"""The history database: opened (and migrated) through SQLAlchemy Core and Alembic, written one file per
+transaction.
+
+* **Idempotent.** A results file or a comparison is keyed by the SHA-256 of its CSV's bytes: adding it again
+  stores nothing (its tags are merged).
+* **Concurrent writers.** SQLite: every write transaction starts with ``BEGIN IMMEDIATE`` (the database's write
+  lock, waited for up to a minute), so two writers take turns instead of failing halfway. PostgreSQL: the unique
+  key decides; the second writer of the same file waits for the first, then finds it stored. Migrations take
+  the same lock (PostgreSQL: an advisory lock), so two processes opening an empty database create it once.
+* **One line on failure.** Any driver error is one line naming the database as shown (``postgresql://***@host``),
+  with every credential scrubbed; never a traceback (docs/history.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.history import ingest
+from harness.history.schema import HEAD, annotations, comparisons, results, runs, verdicts
+from harness.history.url import Location, resolve
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+#: the PostgreSQL advisory lock a migration holds (any constant unique to harness)
+MIGRATION_LOCK = 0x4841524E  # "HARN"
+#: seconds a writer waits for another's lock (SQLite) and a client for a server to answer (PostgreSQL)
+LOCK_WAIT_S = 60
+CONNECT_TIMEOUT_S = 10
+#: rows per INSERT statement batch (bounded memory for million-row files)
+CHUNK = 20_000
+
+
+def who() -> str:
+    """``user@host`` of whoever adds something (stored with it)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+@contextlib.contextmanager
+def db_errors(loc: Location) -> Iterator[None]:
+    """Driver and SQL errors as one line naming the database, credentials scrubbed."""
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+    try:
+        yield
+    except DBAPIError as err:
+        raise HarnessError(f"{loc.shown}: {_driver_message(loc, err)}") from None
+    except SQLAlchemyError as err:
+        raise HarnessError(
+            f"{loc.shown}: {loc.scrub(str(err).splitlines()[0] if str(err) else type(err).__name__)}"
+        ) from None
+
+
+def _driver_message(loc: Location, err: Any) -> str:
+    orig = getattr(err, "orig", None)
+    text = str(orig) if orig is not None and str(orig) else str(err).split("\n[SQL:", 1)[0]
+    text = loc.scrub(text)
+    if loc.sqlite and "file is not a database" in text:
+        return "not an SQLite database (file is not a database)"
+    if loc.sqlite and "unable to open database file" in text:
+        return "cannot open the database file (is its folder there and readable?)"
+    return text or type(orig or err).__name__
+
+
+def _engine(loc: Location) -> Any:
+    from sqlalchemy import create_engine, event
+
+    if loc.sqlite:
+        engine = create_engine(loc.url, connect_args={"timeout": LOCK_WAIT_S})
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn: Any, record: Any) -> None:
+            dbapi_conn.isolation_level = None  # transactions are begun below, DDL included
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            write = conn.get_execution_options().get("harness_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+        return engine
+    return create_engine(loc.url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=False)
+
+
+@dataclass
+class Added:
+    """What one file became: a run or a comparison, new or already stored."""
+
+    kind: str
+    id: int
+    new: bool
+    path: Path
+    summary: str
+    tags_added: list[str] = field(default_factory=list)
+
+
+class History:
+    """An open history database. ``History.open(db, write=...)``; use as a context manager to dispose of it."""
+
+    def __init__(self, loc: Location, engine: Any, log: Callable[[str], None]):
+        self.loc, self.engine, self.log = loc, engine, log
+
+    # -- opening -------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, db: str | os.PathLike[str] | None = None, *, write: bool, log: Callable[[str], None] | None = None
+    ) -> History:
+        """Open the database at ``db`` (else ``$HARNESS_DB``, else the per-user file), migrating it to this
+        harness's schema. ``write``: a missing SQLite file (and its folder) is created; otherwise it is an error."""
+        loc = resolve(db)
+        if loc.path is not None:
+            _check_file(loc.path, write)
+        try:
+            engine = _engine(loc)
+        except ImportError as err:  # a driver named in the URL that is not installed
+            raise HarnessError(f"{loc.shown}: its driver is not installed ({loc.scrub(str(err))})") from None
+        except Exception as err:  # noqa: BLE001 - SQLAlchemy's ArgumentError, NoSuchModuleError, ...: one line
+            raise HarnessError(
+                f"{loc.shown}: {loc.scrub(str(err).splitlines()[0] if str(err) else type(err).__name__)}"
+            ) from None
+        history = cls(loc, engine, log or (lambda _m: None))
+        try:
+            with db_errors(loc):
+                history._migrate(write)
+        except BaseException:
+            history.close()
+            raise
+        return history
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A connection in one read transaction."""
+        with db_errors(self.loc), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def writing(self, migration: bool = False) -> Iterator[Any]:
+        """A connection in one write transaction, holding the database's write lock (SQLite) or, for a migration,
+        PostgreSQL's advisory lock; committed on a clean exit."""
+        from sqlalchemy import text
+
+        with db_errors(self.loc), self.engine.connect() as conn:
+            conn = conn.execution_options(harness_write=True)
+            with conn.begin():
+                if migration and not self.loc.sqlite:
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
+                yield conn
+
+    def _migrate(self, write: bool) -> None:
+        with self.reading() as conn:
+            current, ours = _revision(conn)
+        if current == HEAD:
+            return
+        _check_revision(self.loc, current, ours, write)
+        with self.writing(migration=True) as conn:
+            current, ours = _revision(conn)
+            _check_revision(self.loc, current, ours, True)
+            if current != HEAD:
+                _upgrade(conn)
+        if current is not None and current != HEAD:
+            self.log(f"{self.loc.shown}: schema upgraded from revision {current} to {HEAD}")
+
+    # -- adding --------------------------------------------------------------------------------------------------
+
+    def add_results(
+        self, path: Path, *, tags: str = "", label: str = "", commit: str | None = None, frame: Any = None
+    ) -> Added:
+        """Store one results file (checked by the one loader, ``harness.results.load.load_results``)."""
+        from harness.results.load import load_results
+
+        path = Path(path)
+        df = frame if frame is not None else load_results(path)
+        digest = ingest.content_hash(path.read_bytes(), (df.attrs.get("env") or {}).get("captured_at"))
+        record = ingest.run_record(df, path, digest, added_by=who(), label=label, tags=tags, commit=commit)
+        summary = _run_summary(record)
+        found = self._stored(runs, digest, tags)
+        if found:
+            return Added("run", found[0], False, path, summary, found[1])
+        try:
+            with self.writing() as conn:
+                found = _existing(conn, runs, digest)
+                if found is not None:
+                    return Added("run", found, False, path, summary)
+                run_id = conn.execute(runs.insert().values(record)).inserted_primary_key[0]
+                insert_rows(conn, results, ingest.result_rows(df, run_id))
+        except HarnessError:
+            found = self._stored(runs, digest, tags)  # another writer stored the same file first
+            if not found:
+                raise
+            return Added("run", found[0], False, path, summary, found[1])
+        return Added("run", run_id, True, path, summary)
+
+    def add_compare(self, path: Path, *, tags: str = "", label: str = "", commit: str | None = None) -> list[Added]:
+        """Store one compare CSV (read by ``harness.compare.store.load_compare``), after the two results files it
+        names where they are found (beside it or at their recorded paths), so it is linked to both runs."""
+        from harness.compare.store import load_compare, locate_results
+
+        path = Path(path)
+        cmp = load_compare(path)
+        added: list[Added] = []
+        links: dict[str, int | None] = {}
+        for side, named, env in (("golden", cmp.golden_path, cmp.golden_env), ("tot", cmp.tot_path, cmp.tot_env)):
+            found = locate_results(named, path) if named else None
+            if found is not None and _same_run(found, env):
+                added.append(self.add_results(found, tags=tags, label=label, commit=commit))
+                links[side] = added[-1].id
+            else:
+                links[side] = self._run_by_env(env)
+        digest = ingest.content_hash(
+            path.read_bytes(), cmp.golden_env.get("captured_at"), cmp.tot_env.get("captured_at")
+        )
+        record = ingest.comparison_record(cmp, path, digest, added_by=who(), label=label, tags=tags)
+        record.update(golden_run_id=links["golden"], tot_run_id=links["tot"])
+        summary = _comparison_summary(record)
+        found = self._stored(comparisons, digest, tags)
+        if found:
+            return [*added, Added("comparison", found[0], False, path, summary, found[1])]
+        try:
+            with self.writing() as conn:
+                existing = _existing(conn, comparisons, digest)
+                if existing is not None:
+                    return [*added, Added("comparison", existing, False, path, summary)]
+                cid = conn.execute(comparisons.insert().values(record)).inserted_primary_key[0]
+                insert_rows(conn, verdicts, ingest.verdict_rows(cmp.table, cid))
+        except HarnessError:
+            found = self._stored(comparisons, digest, tags)
+            if not found:
+                raise
+            return [*added, Added("comparison", found[0], False, path, summary, found[1])]
+        return [*added, Added("comparison", cid, True, path, summary)]
+
+    def annotate(
+        self,
+        text: str,
+        at: datetime,
+        *,
+        kind: str = "note",
+        kernel: str | None = None,
+        case_id: str | None = None,
+        gpu: str | None = None,
+        stack: str | None = None,
+        run_id: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Store an annotation (a known step at ``at``, naive UTC) and return its id."""
+        from sqlalchemy import select
+
+        record = {
+            "created_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "author": who(),
+            "at": at,
+            "kind": kind,
+            "text": text,
+            "kernel": kernel,
+            "case_id": case_id,
+            "gpu": gpu,
+            "stack": stack,
+            "run_id": run_id,
+            "details": json.dumps(details, sort_keys=True) if details else None,
+        }
+        with self.writing() as conn:
+            if run_id is not None and conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
+                raise HarnessError(f"{self.loc.shown}: no run {run_id} (harness history list shows the runs)")
+            return int(conn.execute(annotations.insert().values(record)).inserted_primary_key[0])
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    def _stored(self, table: Any, digest: str, tags: str) -> tuple[int, list[str]] | None:
+        """(id, tags newly merged) of the stored file with this hash, or None."""
+        from sqlalchemy import select
+
+        with self.reading() as conn:
+            row = conn.execute(select(table.c.id, table.c.tags).where(table.c.content_hash == digest)).first()
+        if row is None:
+            return None
+        new = sorted(set(filter(None, tags.split(","))) - set(filter(None, (row.tags or "").split(","))))
+        if new:
+            with self.writing() as conn:
+                current = conn.execute(select(table.c.tags).where(table.c.id == row.id)).scalar_one()
+                conn.execute(table.update().where(table.c.id == row.id).values(tags=ingest.join_tags(current, tags)))
+        return int(row.id), new
+
+    def _run_by_env(self, env: dict[str, Any]) -> int | None:
+        """The one stored run measured at the sidecar's time under its env name (a comparison whose results files
+        were not found beside it), else None."""
+        from sqlalchemy import select
+
+        when = ingest.parse_when(env.get("captured_at"))
+        if when is None or not env.get("env_name"):
+            return None
+        with self.reading() as conn:
+            found = conn.execute(
+                select(runs.c.id).where(runs.c.run_at == when, runs.c.env_name == str(env["env_name"]))
+            ).all()
+        return int(found[0].id) if len(found) == 1 else None
+
+
+def insert_rows(conn: Any, table: Any, rows: ingest.Rows) -> None:
+    """Insert many rows in the connection's transaction. PostgreSQL through psycopg: ``COPY ... FROM STDIN``
+    (100,000 rows: ~35 s as an executemany, a few seconds copied). Otherwise Core's INSERT, compiled once for the
+    dialect, with the rows handed to the driver's executemany as tuples in the statement's parameter order (Core's
+    per-row parameter processing costs 3x the insert itself at 100,000 rows; every column here is text or a
+    number, which need no processing)."""
+    if not len(rows):
+        return
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        _copy_rows(conn, table, rows)
+        return
+    compiled = table.insert().compile(dialect=conn.dialect, column_keys=rows.names)
+    order = compiled.positiontup
+    index = [rows.names.index(k) for k in order] if order else []
+    for i in range(0, len(rows), CHUNK):
+        chunk = rows.values[i : i + CHUNK]
+        if order:  # positional parameters (sqlite's qmark)
+            params: list[Any] = (
+                chunk if index == list(range(len(index))) else [tuple(r[j] for j in index) for r in chunk]
+            )
+        else:  # named parameters (psycopg2's pyformat, ...)
+            params = [dict(zip(rows.names, r)) for r in chunk]
+        conn.exec_driver_sql(str(compiled), params)
+
+
+def _copy_rows(conn: Any, table: Any, rows: ingest.Rows) -> None:
+    quote = conn.dialect.identifier_preparer.quote
+    sql = f"COPY {quote(table.name)} ({', '.join(quote(c) for c in rows.names)}) FROM STDIN"
+    with conn.connection.driver_connection.cursor() as cur, cur.copy(sql) as copy:
+        for row in rows.values:
+            copy.write_row(row)
+
+
+def _check_file(path: Path, write: bool) -> None:
+    from harness.fsutil import check_writable
+
+    if path.is_dir():
+        raise HarnessError(f"{path}: is a directory, expected a database file")
+    if write:
+        check_writable("--db", path)
+    elif not path.exists():
+        raise HarnessError(f"{path}: no history database here yet (harness history add FILES creates it)")
+
+
+def _existing(conn: Any, table: Any, digest: str) -> int | None:
+    from sqlalchemy import select
+
+    row = conn.execute(select(table.c.id).where(table.c.content_hash == digest)).first()
+    return None if row is None else int(row.id)
+
+
+def _same_run(found: Path, env: dict[str, Any]) -> bool:
+    """Whether the results file found for a comparison side is the one compared: its sidecar was captured at the
+    time the comparison recorded (a file measured again since is another run)."""
+    from harness.results.load import load_env
+
+    try:
+        mine = load_env(found)
+    except HarnessError:
+        return False
+    recorded = env.get("captured_at")
+    return not recorded or mine.get("captured_at") == recorded
+
+
+def _revision(conn: Any) -> tuple[str | None, bool]:
+    """(the database's schema revision or None, whether harness may use it: False when it has a ``runs`` table
+    but no revision, i.e. it is someone else's)."""
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import inspect
+
+    current = MigrationContext.configure(conn).get_current_revision()
+    if current is not None:
+        return current, True
+    return None, not inspect(conn).has_table("runs")
+
+
+def _known_revisions() -> set[str]:
+    return {p.name.split("_", 1)[0] for p in (MIGRATIONS / "versions").glob("[0-9]*.py")}
+
+
+def _check_revision(loc: Location, current: str | None, ours: bool, write: bool) -> None:
+    if current is None and not ours:
+        raise HarnessError(f"{loc.shown}: has a 'runs' table but no harness schema revision: not a history database")
+    if current is not None and current not in _known_revisions():
+        raise HarnessError(
+            f"{loc.shown}: schema revision {current} is newer than this harness knows ({HEAD}): upgrade harness"
+        )
+    if current is None and not write:
+        raise HarnessError(f"{loc.shown}: no history stored yet (harness history add FILES stores some)")
+
+
+def _upgrade(conn: Any) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, HEAD)
+
+
+def _run_summary(r: dict[str, Any]) -> str:
+    parts = [f"{r['rows']} rows", r["env_name"]]
+    if r["triton_version"]:
+        parts.append(f"Triton {r['triton_version']}")
+    if r["gpu_name"]:
+        parts.append(r["gpu_name"])
+    if r["run_at"]:
+        parts.append(r["run_at"].strftime("%Y-%m-%d %H:%M"))
+    return ", ".join(parts)
+
+
+def _comparison_summary(r: dict[str, Any]) -> str:
+    stacks = f"Triton {r['golden_triton'] or '?'} vs {r['tot_triton'] or '?'}"
+    kind = " (A/A)" if r["same_triton"] else ""
+    return f"{r['cases']} cases, {stacks}{kind}, {r['regressions']} regressions"
