@@ -138,7 +138,13 @@ def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME"
 def env_pack(
     version: Annotated[str, typer.Argument(help="the Triton release, e.g. 3.8.0")],
     out: Annotated[Path | None, typer.Option("--out", help="new folder for the parts (default .stage/VERSION)")] = None,
-    part_mb: Annotated[float, typer.Option("--part-mb", help="largest part, MiB (each part in its own folder)")] = 45.0,
+    part_mb: Annotated[
+        float,
+        typer.Option(
+            "--part-mb",
+            help="largest part, MiB (each part in its own folder; 40: one part and this repository fit a 64 MiB upload)",
+        ),
+    ] = 40.0,
     python: Annotated[
         str | None, typer.Option("--python", help="the node's Python, MAJOR.MINOR (default: this one's)")
     ] = None,
@@ -148,7 +154,7 @@ def env_pack(
     find_links: Annotated[
         str | None, typer.Option("--find-links", help="a folder or page of wheels (alone: no index)")
     ] = None,
-    level: Annotated[int, typer.Option("--level", help="xz preset, 0 (fastest) to 9 (smallest)")] = 6,
+    level: Annotated[int, typer.Option("--level", help="xz preset, 0 (fastest) to 9 (smallest)")] = 9,
 ) -> None:
     """The offline bundle of a Triton release for an NVIDIA node: the wheel without the AMD backend and static
     libraries (ptxas-blackwell stays), as tar.xz parts with sha256 checksums and a manifest."""

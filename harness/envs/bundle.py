@@ -19,7 +19,7 @@ from harness.errors import HarnessError
 FORMAT = "harness-triton-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-DEFAULT_PART_MB = 45.0  # one part and a repository of ~15 MB fit a 64 MiB upload
+DEFAULT_PART_MB = 40.0  # one part and a repository of ~24 MB fit a 64 MiB upload
 #: manylinux tags of an x86-64 or aarch64 Linux node, newest first (what `pip download --platform` takes)
 PLATFORMS = ("manylinux_2_28_{arch}", "manylinux_2_27_{arch}", "manylinux_2_17_{arch}", "manylinux2014_{arch}")
 ARCHES = ("x86_64", "aarch64")
@@ -28,6 +28,7 @@ ARCHES = ("x86_64", "aarch64")
 DROP = (
     ("triton/backends/amd/*", "AMD backend"),
     ("*_static.a", "static library (used only to link, never loaded)"),
+    ("triton/instrumentation/libGPUInstrumentationTestLib.so", "LLVM pass plugin of Triton's own tests"),
 )
 #: never dropped, whatever DROP says: Triton 3.9 looks up ptxas-blackwell even on sm_90
 KEEP = ("triton/backends/nvidia/bin/*",)

@@ -63,7 +63,7 @@ def pack(
     wheel: str | os.PathLike[str] | None = None,
     index_url: str | None = None,
     find_links: str | None = None,
-    level: int = 6,
+    level: int = 9,
     log: Callable[[str], None] = print,
     progress: Progress = _noop,
 ) -> dict[str, Any]:

@@ -235,7 +235,8 @@ def test_cli_refusals_are_one_line(tmp_path, wheel, capsys):
     assert "--level 12" in one_line_refusal(
         ["env", "pack", "3.7.1", "--wheel", str(wheel), "--out", str(tmp_path / "b"), "--level", "12"], capsys
     )
-    assert "--wheel" in one_line_refusal(["env", "pack", "3.7.1", "--wheel", str(tmp_path / "no.whl")], capsys)
+    missing = ["env", "pack", "3.7.1", "--wheel", str(tmp_path / "no.whl"), "--out", str(tmp_path / "c")]
+    assert "--wheel" in one_line_refusal(missing, capsys)
     assert "not a bundle written by" in one_line_refusal(["env", "unpack", str(tmp_path)], capsys)
     assert "no such folder" in one_line_refusal(["env", "unpack", str(tmp_path / "nope")], capsys)
 
