@@ -241,110 +241,131 @@ def _launch_gap(value: str | None) -> str | None:
     raise HarnessError(f"--launch-gap {value!r}: expected 'auto' or a number of milliseconds >= 0")
 
 
+# `harness run`'s options, declared once here so that run() reads as what it does
+_Env = Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")]
+_Suite = Annotated[Path, typer.Option("--suite", help="suite YAML (suites/*.yaml)")]
+_Out = Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")]
+_Kernel = Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")]
+_Filter = Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")]
+_Reps = Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")]
+_Launches = Annotated[
+    int | None,
+    typer.Option(min=1, help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)"),
+]
+_Timeout = Annotated[float, typer.Option(help="seconds (> 0) a case may take to answer before it is a timeout")]
+_Timing = Annotated[str | None, typer.Option(help="override the spec's timing backend")]
+_Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="measure only the cases OUT does not have yet (refused if a measurement option differs from OUT's)",
+    ),
+]
+_FailOnError = Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")]
+_CompileJobs = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)",
+    ),
+]
+_FreshProcessRounds = Annotated[
+    bool,
+    typer.Option(
+        "--fresh-process-rounds",
+        help="time each rep round in a new worker process, so per-process placement effects average out",
+    ),
+]
+_LaunchGap = Annotated[
+    str | None,
+    typer.Option(
+        "--launch-gap",
+        help="GPU idle before every timed launch (CUPTI): 'auto' (twice the kernel's own time, at most 10 ms: every "
+        "launch starts from the same power state), 0 (back to back) or milliseconds",
+    ),
+]
+_ShufflePlacement = Annotated[
+    bool,
+    typer.Option(
+        "--shuffle-placement/--no-shuffle-placement",
+        help="a random-sized allocation before every timed launch, so buffers the op allocates per launch land "
+        "somewhere new each time (GPU timing; default on)",
+    ),
+]
+_MoveInputs = Annotated[
+    bool,
+    typer.Option(
+        "--move-inputs/--no-move-inputs",
+        help="with --shuffle-placement: copy the inputs to a random place before every timed launch, so a rep "
+        "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
+    ),
+]
+_WithEnv = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--with-env",
+        help="another env measured in the same run, reps interleaved in time with ENV's (repeatable; "
+        "each needs a --with-out); golden vs TOT, or golden vs golden for an A/A",
+    ),
+]
+_WithOut = Annotated[list[Path] | None, typer.Option("--with-out", help="results CSV of each --with-env")]
+_Shard = Annotated[
+    str | None,
+    typer.Option("--shard", help="I/N: only the I-th of N balanced parts of the suite (a CI matrix job, a Slurm task)"),
+]
+_Gpus = Annotated[
+    str | None,
+    typer.Option("--gpus", help="'all' or 0,1,2,3: spread the cases over these GPUs, each measuring every env"),
+]
+_Times = Annotated[
+    Path | None,
+    typer.Option("--times", help="a previous results file: its times balance --shard and --gpus (else FLOPs)"),
+]
+_Artifacts = Annotated[
+    bool,
+    typer.Option(
+        "--artifacts",
+        help="keep each case's compiled kernels (TTIR, TTGIR, LLVM IR, PTX/SASS or AMDGCN, resources) in "
+        "OUT's folder NAME.artifacts/ for `harness explain`",
+    ),
+]
+_Record = Annotated[
+    bool,
+    typer.Option(
+        "--record",
+        help="add OUT(s) to the history ($HARNESS_DB) when done",
+    ),
+]
+
+
 @app.command()
 def run(
-    env: Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")],
-    suite: Annotated[Path, typer.Option("--suite", help="suite YAML (suites/*.yaml)")],
-    out: Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")],
-    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
-    filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
-    reps: Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")] = 3,
-    launches: Annotated[
-        int | None,
-        typer.Option(min=1, help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)"),
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option(help="seconds (> 0) a case may take to answer before it is a timeout")
-    ] = 600.0,
-    timing: Annotated[str | None, typer.Option(help="override the spec's timing backend")] = None,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="measure only the cases OUT does not have yet (refused if a measurement option differs from OUT's)",
-        ),
-    ] = False,
-    fail_on_error: Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")] = False,
-    compile_jobs: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)",
-        ),
-    ] = 1,
-    fresh_process_rounds: Annotated[
-        bool,
-        typer.Option(
-            "--fresh-process-rounds",
-            help="time each rep round in a new worker process, so per-process placement effects average out",
-        ),
-    ] = False,
-    launch_gap: Annotated[
-        str | None,
-        typer.Option(
-            "--launch-gap",
-            help="GPU idle before every timed launch (CUPTI): 'auto' (twice the kernel's own time, at most 10 ms: every "
-            "launch starts from the same power state), 0 (back to back) or milliseconds",
-        ),
-    ] = "auto",
-    shuffle_placement: Annotated[
-        bool,
-        typer.Option(
-            "--shuffle-placement/--no-shuffle-placement",
-            help="a random-sized allocation before every timed launch, so buffers the op allocates per launch land "
-            "somewhere new each time (GPU timing; default on)",
-        ),
-    ] = True,
-    move_inputs: Annotated[
-        bool,
-        typer.Option(
-            "--move-inputs/--no-move-inputs",
-            help="with --shuffle-placement: copy the inputs to a random place before every timed launch, so a rep "
-            "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
-        ),
-    ] = True,
-    with_env: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--with-env",
-            help="another env measured in the same run, reps interleaved in time with ENV's (repeatable; "
-            "each needs a --with-out); golden vs TOT, or golden vs golden for an A/A",
-        ),
-    ] = None,
-    with_out: Annotated[list[Path] | None, typer.Option("--with-out", help="results CSV of each --with-env")] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard", help="I/N: only the I-th of N balanced parts of the suite (a CI matrix job, a Slurm task)"
-        ),
-    ] = None,
-    gpus: Annotated[
-        str | None,
-        typer.Option("--gpus", help="'all' or 0,1,2,3: spread the cases over these GPUs, each measuring every env"),
-    ] = None,
-    times: Annotated[
-        Path | None,
-        typer.Option("--times", help="a previous results file: its times balance --shard and --gpus (else FLOPs)"),
-    ] = None,
-    artifacts: Annotated[
-        bool,
-        typer.Option(
-            "--artifacts",
-            help="keep each case's compiled kernels (TTIR, TTGIR, LLVM IR, PTX/SASS or AMDGCN, resources) in "
-            "OUT's folder NAME.artifacts/ for `harness explain`",
-        ),
-    ] = False,
-    record: Annotated[
-        bool,
-        typer.Option(
-            "--record",
-            help="add OUT(s) to the history ($HARNESS_DB) when done",
-        ),
-    ] = False,
+    env: _Env,
+    suite: _Suite,
+    out: _Out,
+    kernel: _Kernel = None,
+    filter_: _Filter = None,
+    reps: _Reps = 3,
+    launches: _Launches = None,
+    timeout: _Timeout = 600.0,
+    timing: _Timing = None,
+    resume: _Resume = False,
+    fail_on_error: _FailOnError = False,
+    compile_jobs: _CompileJobs = 1,
+    fresh_process_rounds: _FreshProcessRounds = False,
+    launch_gap: _LaunchGap = "auto",
+    shuffle_placement: _ShufflePlacement = True,
+    move_inputs: _MoveInputs = True,
+    with_env: _WithEnv = None,
+    with_out: _WithOut = None,
+    shard: _Shard = None,
+    gpus: _Gpus = None,
+    times: _Times = None,
+    artifacts: _Artifacts = False,
+    record: _Record = False,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
     from harness.inputs.env import TIMINGS, check_venv, load_env_spec
-    from harness.inputs.suite import load_suite, select
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions
     from harness.run.precompile import default_compile_jobs
@@ -360,14 +381,8 @@ def run(
     runs = [(load_env_spec(env), out), *((load_env_spec(e), o) for e, o in zip(with_env, with_out))]
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
-    cases = select(load_suite(suite), kernel, filter_)
     previous = _previous_times(times) if times else None
-    if shard:
-        from harness.run.shards import shard as take_shard
-
-        cases = take_shard(cases, shard, previous)
-    if not cases:
-        raise HarnessError(f"{suite}: no case matches --kernel/--filter" + (f"/--shard {shard}" if shard else ""))
+    cases = _selected_cases(suite, kernel, filter_, shard, previous)
     opts = RunOptions(
         reps=reps,
         launches=launches,
@@ -399,6 +414,22 @@ def run(
         record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+
+
+def _selected_cases(
+    suite: Path, kernel: list[str] | None, filter_: str | None, shard: str | None, previous: dict[str, float] | None
+) -> list:
+    """The suite's cases that --kernel, --filter and --shard leave; none left is bad input."""
+    from harness.inputs.suite import load_suite, select
+
+    cases = select(load_suite(suite), kernel, filter_)
+    if shard:
+        from harness.run.shards import shard as take_shard
+
+        cases = take_shard(cases, shard, previous)
+    if not cases:
+        raise HarnessError(f"{suite}: no case matches --kernel/--filter" + (f"/--shard {shard}" if shard else ""))
+    return cases
 
 
 def _measure(con, runs: list, cases: list, opts, suite: str) -> list[dict[str, int]]:  # noqa: ANN001
