@@ -75,14 +75,20 @@ def write_report(
     ceilings: Path | None = None,
     explain_dir: str = "",
     title: str = "",
+    retune: Path | None = None,
 ) -> Path:
     """Write ``out/index.html`` and the PNGs; returns the index path. Every input is read and checked before
-    anything is drawn or written."""
+    anything is drawn or written. ``retune``: a retune.json (`harness retune`), shown as its own section."""
     if not results and compare_csv is None:
         raise HarnessError("give at least one results CSV or --compare COMPARE.csv")
     require_matplotlib()
     override = load_ceilings(ceilings) if ceilings is not None else None
     vendor_df = parse_vendor(vendor) if vendor is not None else None
+    retuned = None
+    if retune is not None:
+        from harness.retune.report import load_summary
+
+        retuned = load_summary(retune)
     cmp = None
     if compare_csv is not None:
         from harness.compare.store import load_compare, locate_results
@@ -97,6 +103,10 @@ def write_report(
     page = Page(out)
     if cmp is not None:
         _compare_section(page, cmp, explain_dir)
+    if retuned is not None:
+        from harness.retune.report import html_section
+
+        page.section("retune", "Retune: configs changed to remove TOT regressions", html_section(retuned), "Retune")
     _roofline_section(page, runs, peaks, gpu_label, gpu_name)
     _family_sections(page, runs, peaks)
     _scatter_sections(page, runs)

@@ -276,3 +276,19 @@ def test_report_without_matplotlib_is_one_line(tmp_path):
     assert r.stderr.splitlines() == [
         "harness: error: harness report needs matplotlib: pip install 'harness[report]' (or matplotlib)"
     ]
+
+
+def test_a_retune_section(tmp_path):
+    """`harness report --retune OUT/retune.json`: the retune's before/after, changes and cost as a section."""
+    from tests.retune.test_report import DATA
+
+    for name in ("compare.csv", "compare.csv.meta.json", "golden.csv", "golden.csv.env.json", "tot.csv",
+                 "tot.csv.env.json"):  # fmt: skip
+        shutil.copy(H100 / name, tmp_path / name)
+    (tmp_path / "retune.json").write_text(json.dumps(DATA))
+    page = write_report([], tmp_path / "r", compare_csv=tmp_path / "compare.csv", retune=tmp_path / "retune.json")
+    text = page.read_text()
+    assert '<a href="#retune">Retune</a>' in text and '<h2 id="retune">' in text and "11 / 15 → 4 / 15" in text
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(HarnessError, match="not a retune.json"):
+        write_report([], tmp_path / "r", compare_csv=tmp_path / "compare.csv", retune=tmp_path / "bad.json")
