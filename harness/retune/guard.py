@@ -35,7 +35,9 @@ def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:
 
 
 def pct(ref_us: float, new_us: float) -> str:
-    return f"{100.0 * (new_us / ref_us - 1):+.1f}%"
+    """``+23.0%``: how much slower ``new_us`` is (a change under 0.05 % is ``+0.0%``, never ``-0.0%``)."""
+    d = 100.0 * (new_us / ref_us - 1)
+    return f"{0.0 if abs(d) < 0.05 else d:+.1f}%"
 
 
 def us(v: float | None) -> str:

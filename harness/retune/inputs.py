@@ -96,47 +96,45 @@ def load_kernels(names: list[str], sources: dict[str, str]) -> tuple[dict[str, K
 def case_infos(
     cmp: Comparison, kernels: dict[str, Kernel], files: dict[str, str], arch: str
 ) -> tuple[list[CaseInfo], list[str]]:
-    """COMPARE's cases of kernels with config files, located in ``files`` (name → text) for ``arch``."""
+    """COMPARE's cases of kernels with config files, located in ``files`` (name → text) for ``arch``; a note for
+    each case left alone, and one when COMPARE's configs are not what the files give now."""
     out, notes, stale = [], [], []
     for row in cmp.table.to_dict("records"):
         k = kernels.get(str(row["kernel"]))
         if k is None or k.spec.config is None:
             continue
-        try:
-            params = k.spec.case_params(params_of(row.get("params")), f"{row['kernel']} {row['case_id']}")
-        except S.SpecError as err:
-            notes.append(f"{err}: left alone")
+        found = _case_info(row, k, files, arch)
+        if isinstance(found, str):
+            notes.append(found)
             continue
-        case = Case(k, params)
-        if case.case_id != row["case_id"]:  # a sweep case (config overrides) or another kernel's parameters
-            notes.append(f"{row['kernel']} {row['case_id']}: not a case of the kernel's files: left alone")
-            continue
-        lk = k.spec.config
-        lookup = Lookup(lk.family, arch, lk.file_key(params), lk.bucket, int(params[lk.bucket]))
-        where = resolve(files, lookup)
-        if where is None:
-            notes.append(f"{case.key}: no config file of {lk.family} for {arch} resolves it: left alone")
-            continue
+        out.append(found)
         ran = _config(row.get("tot_config")) or _config(row.get("golden_config"))
-        if ran is not None and ran != where.config:
-            stale.append(f"{case.key} ran {ran}, the files give {where.config}")
-        out.append(
-            CaseInfo(
-                case,
-                str(row["verdict"]),
-                _num(row.get("golden_us")),
-                _num(row.get("tot_us")),
-                _num(row.get("delta_pct")),
-                lookup,
-                where,
-            )
-        )
+        if ran is not None and ran != found.where.config:
+            stale.append(f"{found.key} ran {ran}, the files give {found.where.config}")
     if stale:
         notes.append(
             f"{len(stale)} cases of COMPARE ran other configs than the config files give now (COMPARE predates "
             f"them?): the retune starts from the files; e.g. {stale[0]}"
         )
     return out, notes
+
+
+def _case_info(row: dict[str, Any], k: Kernel, files: dict[str, str], arch: str) -> CaseInfo | str:
+    """One row of COMPARE as a located case, or why it is left alone."""
+    try:
+        params = k.spec.case_params(params_of(row.get("params")), f"{row['kernel']} {row['case_id']}")
+    except S.SpecError as err:
+        return f"{err}: left alone"
+    case = Case(k, params)
+    if case.case_id != row["case_id"]:  # a sweep case (config overrides) or another kernel's parameters
+        return f"{row['kernel']} {row['case_id']}: not a case of the kernel's files: left alone"
+    lk = k.spec.config
+    lookup = Lookup(lk.family, arch, lk.file_key(params), lk.bucket, int(params[lk.bucket]))
+    where = resolve(files, lookup)
+    if where is None:
+        return f"{case.key}: no config file of {lk.family} for {arch} resolves it: left alone"
+    times = (_num(row.get(c)) for c in ("golden_us", "tot_us", "delta_pct"))
+    return CaseInfo(case, str(row["verdict"]), *times, lookup, where)
 
 
 def _config(cell: Any) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -132,20 +133,14 @@ class Retune:
 
     # --------------------------------------------------------------------------------------------- open
     def open(self) -> None:
-        o = self.opts
-        cmp = load_compare(o.compare)
+        """COMPARE, the two stacks (a worker's hello each), the config files as they are, the measurer."""
+        cmp = load_compare(self.opts.compare)
         self.rule: Rule = cmp.rule
         names = list(dict.fromkeys(str(k) for k in cmp.table["kernel"]))
-        for k in o.kernels:
+        for k in self.opts.kernels:
             if k not in names:
-                raise HarnessError(f"--kernel {k!r}: no such kernel in {o.compare}{did_you_mean(k, names)}")
-        logs = o.out / "logs"
-        self.tot, tinfo = I.open_stack("tot", o.tot_env, logs)
-        self.golden, ginfo = I.open_stack("golden", o.golden_env, logs)
-        self.arch = str(tinfo.get("arch"))
-        if ginfo.get("arch") != self.arch:
-            raise HarnessError(f"--golden-env runs on {ginfo.get('arch')}, --env on {self.arch}: one GPU kind, please")
-        self.backend, self.gpu_name = backend_of(self.arch), (tinfo.get("gpu") or {}).get("name", "")
+                raise HarnessError(f"--kernel {k!r}: no such kernel in {self.opts.compare}{did_you_mean(k, names)}")
+        tinfo = self._open_stacks()
         self.config_dir = config_dir()
         self.original = I.snapshot(self.config_dir)
         self.state = dict(self.original)
@@ -153,18 +148,32 @@ class Retune:
         kernels, notes = I.load_kernels(names, I.kernel_sources(cmp))
         self.cases, more = I.case_infos(cmp, kernels, self.original, self.arch)
         self.notes += notes + more
+        self.by_key = {c.key: c for c in self.cases}
         self.lookups = {c.key: c.lookup for c in self.cases}
-        self.cmp = cmp
-        run = o.run
+        self._open_measurer(tinfo)
+        self.stamp = {"triton": self.tot.triton, "gpu": self.gpu_name, "by": "harness retune"}
+        self.stamp["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+    def _open_stacks(self) -> dict[str, Any]:
+        logs = self.opts.out / "logs"
+        self.tot, tinfo = I.open_stack("tot", self.opts.tot_env, logs)
+        self.golden, ginfo = I.open_stack("golden", self.opts.golden_env, logs)
+        self.arch = str(tinfo.get("arch"))
+        if ginfo.get("arch") != self.arch:
+            raise HarnessError(f"--golden-env runs on {ginfo.get('arch')}, --env on {self.arch}: one GPU kind, please")
+        self.backend, self.gpu_name = backend_of(self.arch), (tinfo.get("gpu") or {}).get("name", "")
+        return tinfo
+
+    def _open_measurer(self, tinfo: dict[str, Any]) -> None:
+        run = self.opts.run
         if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
             run = replace(run, timing=_resolve_timing(self.tot.spec.timing, tinfo))
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
-        self.measurer = Measurer(o.out, stacks, Cache(o.out / "cache.jsonl"), run, self.bars, self._cost_so_far())
+        cache = Cache(self.opts.out / "cache.jsonl")
+        self.measurer = Measurer(self.opts.out, stacks, cache, run, self.bars, self._cost_so_far())
         self.measurer.progress = self._save_cost
         self._learn_cached({s.ident for s in stacks.values()})
-        self.stamp = {"triton": self.tot.triton, "gpu": self.gpu_name, "by": "harness retune"}
-        self.stamp["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
     # a retune cut short (a kill, a deadline) goes on with the budget it had left: OUT/progress.json keeps what the
     # unfinished retune spent; a retune that finished leaves it marked done, and the next one starts afresh
@@ -385,7 +394,8 @@ class Retune:
             for cid, (a, _) in moved.items()
         }
         guard_cases = [
-            GuardCase(self._case(cid), self._original(cid).config, a.config, b.config) for cid, (a, b) in moved.items()
+            GuardCase(self.by_key[cid].case, self.by_key[cid].where.config, a.config, b.config)
+            for cid, (a, b) in moved.items()
         ]
         self.log(f"guard round {n}: {len(picked)} changes, {len(guard_cases)} cases × golden/TOT × old/new")
         cur, nxt = self.state_dir(self.state), self.state_dir(new)
@@ -411,8 +421,11 @@ class Retune:
             d2 = decide([measured[cid] for cid in sub], self.rule) if opt.kind == "shared" and s.key else None
             if d2 is not None and d2.kept and len(sub) < len(mine):
                 per_shape.append((s, cfg, d, d2, sub))
-            else:
-                self._reject(s, "guard", cfg, f"{opt.kind} {opt.file}:{opt.bucket}: {d.why}", decision=d)
+                continue
+            why = f"{opt.kind} {opt.file}:{opt.bucket}: {d.why}"
+            if d2 is not None and len(sub) < len(mine):
+                why += f"; a per-shape file: {d2.why}"
+            self._reject(s, "guard", cfg, why, decision=d)
         for s, cfg, d, d2, sub in per_shape:
             default, specific = file_names(s.targets[0].lookup)
             state[specific] = per_shape_text(state.get(specific, state[default]), s.bucket, cfg, self.stamp)
@@ -449,16 +462,12 @@ class Retune:
 
     def _fixed_elsewhere(self, s: Slot) -> bool:
         done = [self.after.get(c.key) for c in s.targets]
-        if all(m is not None and not slower(m.golden_old, m.tot_new, self.rule) and m.tot_new for m in done):
+        if all(
+            m is not None and m.tot_new is not None and not slower(m.golden_old, m.tot_new, self.rule) for m in done
+        ):
             s.outcome, s.why = "fixed elsewhere", "every regressed case was fixed by a change kept for another slot"
             return True
         return False
-
-    def _case(self, cid: str):  # noqa: ANN202
-        return next(c.case for c in self.cases if c.key == cid)
-
-    def _original(self, cid: str):  # noqa: ANN202
-        return next(c.where for c in self.cases if c.key == cid)
 
     # ------------------------------------------------------------------------------------------- output
     def write(self) -> dict[str, Path]:
@@ -477,23 +486,50 @@ class Retune:
             for name, text in changed.items():
                 write_text(self.config_dir / name, text)
         where = self.config_dir if not self.opts.dry_run else out / "configs"
-        diff = []
+        diff, folder = [], _shown(self.config_dir)
         for name in sorted(changed):
             old = self.original.get(name, "")
             diff += difflib.unified_diff(
                 old.splitlines(keepends=True),
                 changed[name].splitlines(keepends=True),
-                f"a/{name}" if name in self.original else "/dev/null",
-                f"b/{name}",
+                f"a/{folder}/{name}" if name in self.original else "/dev/null",
+                f"b/{folder}/{name}",
             )
         write_text(out / "retune.diff", "".join(diff))
         return {"files": where, "diff": out / "retune.diff", **{n: where / n for n in changed}}
 
     def summary(self, slots: list[Slot], written: dict[str, Path]) -> dict[str, Any]:
+        """The report's data (report.py renders it; retune.json keeps it)."""
+        verdict = self._final_verdicts()
+        return {
+            "compare": str(self.opts.compare),
+            "rule": self.rule.describe(),
+            "golden": {"env": self.golden.spec.name, "triton": self.golden.triton},
+            "tot": {"env": self.tot.spec.name, "triton": self.tot.triton},
+            "gpu": self.gpu_name,
+            "arch": self.arch,
+            "dry_run": self.opts.dry_run,
+            "written_to": str(written["files"]),
+            "files": sorted(n for n in written if n not in ("files", "diff")),
+            "budget_min": self.opts.budget_min,
+            "kernels": self._kernel_rows(verdict),
+            "kept": [_change_row(c) for c in self.kept],
+            "rejected": [_plain(r) for r in self.rejected],
+            "left": self._left(slots, verdict),
+            "slots": [_slot_row(s) for s in slots],
+            "cost": self._cost_row(slots),
+            "notes": self.notes,
+        }
+
+    def _final_verdicts(self) -> dict[str, str]:
+        """Each case's verdict after the retune: the guard's for a case a kept change moved, the search's for a
+        regressed case whose config is no regression now, COMPARE's for the rest."""
         verdict = {c.key: c.verdict for c in self.cases}
         verdict.update(self.after_verdict)
-        for cid, m in self.after.items():
-            verdict[cid] = _verdict(m, self.rule)
+        verdict.update({cid: _verdict(m, self.rule) for cid, m in self.after.items()})
+        return verdict
+
+    def _kernel_rows(self, verdict: dict[str, str]) -> list[dict[str, Any]]:
         rows = []
         for k in dict.fromkeys(c.case.name for c in self.cases):
             mine = [c for c in self.cases if c.case.name == k]
@@ -507,6 +543,10 @@ class Retune:
                     "failed_after": sum(verdict[c.key] == "failed_in_tot" for c in mine),
                 }
             )
+        return rows
+
+    def _left(self, slots: list[Slot], verdict: dict[str, str]) -> list[dict[str, Any]]:
+        """The regressions and TOT failures no change removed, each with why."""
         left = []
         for s in slots:
             for c in s.targets:
@@ -515,37 +555,28 @@ class Retune:
                 m = self.after.get(c.key)
                 why = f"the change kept for {s.name} left it: {judge(m, self.rule).why}" if m else s.why
                 left.append({"case": c.key, "verdict": verdict[c.key], "delta_pct": c.delta_pct, "why": why})
-        m = self.measurer
-        cost = m.cost
+        return left
+
+    def _cost_row(self, slots: list[Slot]) -> dict[str, Any]:
+        cost = self.measurer.cost
         return {
-            "compare": str(self.opts.compare),
-            "rule": self.rule.describe(),
-            "golden": {"env": self.golden.spec.name, "triton": self.golden.triton},
-            "tot": {"env": self.tot.spec.name, "triton": self.tot.triton},
-            "gpu": self.gpu_name,
-            "arch": self.arch,
-            "dry_run": self.opts.dry_run,
-            "written_to": str(written["files"]),
-            "files": sorted(n for n in written if n not in ("files", "diff")),
-            "budget_min": self.opts.budget_min,
-            "kernels": rows,
-            "kept": [_change_row(c) for c in self.kept],
-            "rejected": [_plain(r) for r in self.rejected],
-            "left": left,
-            "slots": [_slot_row(s) for s in slots],
-            "cost": {
-                "compiled": cost.compiled,
-                "timed": cost.timed,
-                "failed": cost.failed,
-                "from_cache": cost.cached,
-                "pruned": sum(len(s.search.pruned) for s in slots if s.search),
-                "configs_searched": sum(s.search.timed for s in slots if s.search),
-                "runs": cost.runs,
-                "minutes": {k: round(v / 60, 3) for k, v in cost.seconds.items()},
-                "total_min": round(cost.minutes, 3),
-            },
-            "notes": self.notes,
+            "compiled": cost.compiled,
+            "timed": cost.timed,
+            "failed": cost.failed,
+            "from_cache": cost.cached,
+            "pruned": sum(len(s.search.pruned) for s in slots if s.search),
+            "configs_searched": sum(s.search.timed for s in slots if s.search),
+            "runs": cost.runs,
+            "minutes": {k: round(v / 60, 3) for k, v in cost.seconds.items()},
+            "total_min": round(cost.minutes, 3),
         }
+
+
+def _shown(folder: Path) -> str:
+    """The config folder as the diff names it: relative to here when inside it (``git apply`` from the repo's
+    root takes it as is), else absolute."""
+    rel = os.path.relpath(folder)
+    return str(folder.resolve()).lstrip("/") if rel.startswith("..") else rel
 
 
 def _slot_row(s: Slot) -> dict[str, Any]:

@@ -161,7 +161,11 @@ def test_before_after_report_and_diff(run):
     md = (run.out / "retune.md").read_text()
     assert "| retune_toy | 6 | 4 / 6 → 1 / 6 | 0 → 0 |" in md and "## Search cost" in md
     diff = (run.out / "retune.diff").read_text()
-    assert f"+++ b/{TOY}-N=16.json" in diff and f"--- a/{TOY}.json" in diff and "N=48" not in diff
+    folder = str(run.configs).lstrip("/")  # outside the working folder: the diff names it in full
+    assert f"+++ b/{folder}/{TOY}-N=16.json" in diff and f"--- a/{folder}/{TOY}.json" in diff and "N=48" not in diff
+    undo = subprocess.run(["git", "apply", "-R", "--check", "--directory=/", "--unsafe-paths", "-p1"],
+                          input=diff, text=True, capture_output=True, cwd=run.root)  # fmt: skip
+    assert undo.returncode == 0, undo.stderr  # the diff is exactly what was written: it un-applies cleanly
     assert "4 / 6 → 1 / 6" in run.stdout and (run.out / "retune.html").exists()
     assert sorted(p.name for p in (run.out / "configs").iterdir()) == [f"{TOY}-N=16.json", f"{TOY}.json"]
 
