@@ -46,19 +46,28 @@ def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+def reps(journal: Path) -> int:
+    return sum('"kind": "rep"' in x for x in journal.read_text().splitlines()) if journal.exists() else 0
+
+
 def kill_in_the_middle(args: list, env: dict, out: Path) -> dict[str, str]:
-    """Start a retune, SIGKILL it (and its process group) once the search is into its third batch; the runs'
-    files as they were at the kill."""
+    """Start a retune and SIGKILL it (its process group) in the middle of the search's third batch, a few reps
+    into it; the runs' journals and results files as they were at the kill."""
     p = subprocess.Popen([sys.executable, "-m", "harness", *map(str, args)], env=env, cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 600
     while lines(out / "cache.jsonl") < KILL_AFTER and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(3)  # a few rows into the next batch
+    done = set((out / "runs").glob("search-*.journal.jsonl"))
+    cut = None
+    while p.poll() is None and time.monotonic() < deadline and (cut is None or reps(cut) < 5):
+        cut = next((j for j in (out / "runs").glob("search-*.journal.jsonl") if j not in done), None)
+        time.sleep(0.05)
     assert p.poll() is None, "the retune ended before it could be killed"
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
-    return {f.name: f.read_text() for f in (out / "runs").glob("search-*.csv")}
+    files = [*(out / "runs").glob("search-*.csv"), *(out / "runs").glob("search-*.journal.jsonl")]
+    return {"cut": cut.name, **{f.name: f.read_text() for f in files}}
 
 
 @pytest.fixture(scope="module")
@@ -172,12 +181,22 @@ def test_before_after_report_and_diff(run):
 
 def test_a_killed_retune_resumes_without_measuring_anything_twice(run):
     """Rerun after a SIGKILL: the batches finished before the kill come from the cache, the one it cut is resumed
-    (its rows kept, not re-measured), and no (case, config, stack) is timed in two runs."""
+    by the runner's journal (nothing prepared twice, its reps kept), and no (case, config, stack) is timed in two
+    runs."""
     assert lines(run.out / "cache.jsonl") > len(run.killed_cache.splitlines()) >= KILL_AFTER
     assert (run.out / "cache.jsonl").read_text().startswith(run.killed_cache)
-    for name, before in run.at_kill.items():  # every batch file of the killed search: the resumed one continues it
+    files = {k: v for k, v in run.at_kill.items() if k != "cut"}
+    for name, before in files.items():  # every file of the killed search: the resumed retune continued it
         after = (run.out / "runs" / name).read_text()
         assert after.startswith(before.rsplit("\n", 1)[0])
+    cut = run.out / "runs" / run.at_kill["cut"]  # the batch the kill cut, 5 or more reps in
+    entries = [json.loads(x) for x in cut.read_text().splitlines()]
+    prepared = [e["key"] for e in entries if e["kind"] == "prepare"]
+    assert len(prepared) == len(set(prepared)) and reps(cut) >= 5  # resumed: nothing prepared twice
+    kept = [json.loads(x) for x in run.at_kill[run.at_kill["cut"]].splitlines()[:-1]]  # the last may be torn
+    assert [e for e in entries if e["kind"] == "rep"][: len([e for e in kept if e["kind"] == "rep"])] == [
+        e for e in kept if e["kind"] == "rep"
+    ]  # the reps taken before the kill are the resumed batch's first reps
     timed = []
     for f in (run.out / "runs").glob("search-*.csv"):  # search-STACK-HASH.csv
         timed += [(f.name.split("-")[1], c) for c in pd.read_csv(f)["case_id"]]
