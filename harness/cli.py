@@ -326,9 +326,10 @@ def retune(
     ] = None,
     timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
 ) -> None:
-    """Remove TOT regressions by searching configs; keep a change only if no case it moves gets slower (golden or
-    TOT). Writes the config files (in place, or OUT/configs with --dry-run), OUT/retune.diff and the report
-    OUT/retune.md / .html / .json."""
+    """Remove TOT regressions by config changes that slow no case, golden or TOT.
+
+    Writes the config files (in place, or OUT/configs with --dry-run), OUT/retune.diff and the report OUT/retune.md,
+    .html and .json; the same command again resumes from OUT (docs/retune.md)."""
     from harness.render.progress import env_bars
     from harness.render.terminal import stderr
     from harness.retune.retune import Options
