@@ -505,6 +505,68 @@ def merge(
 
 
 @app.command()
+def retune(
+    compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
+    env: Annotated[str, typer.Option("--env", help="the TOT env spec: the stack whose regressions to remove")],
+    golden_env: Annotated[str, typer.Option("--golden-env", help="the golden env spec")],
+    out: Annotated[
+        Path, typer.Option("--out", help="folder for the timing cache, runs, report and proposed files (rerun: resume)")
+    ],
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels' regressions")] = None,
+    budget_min: Annotated[float, typer.Option("--budget-min", help="minutes of measuring (GPU time) to spend")] = 30.0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="write the new config files to OUT/configs only, not in place")
+    ] = False,
+    reps: Annotated[int, typer.Option(min=1, help="first reps per timing (the stability rule may add 2)")] = 3,
+    launches: Annotated[
+        int | None, typer.Option(min=1, help="timed launches per rep (default: as harness run)")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
+) -> None:
+    """Remove TOT regressions by config changes that slow no case, golden or TOT.
+
+    Writes the config files (in place, or OUT/configs with --dry-run), OUT/retune.diff and the report OUT/retune.md,
+    .html and .json; the same command again resumes from OUT (docs/retune.md)."""
+    from harness.render.progress import env_bars
+    from harness.render.terminal import stderr
+    from harness.retune.retune import Options
+    from harness.retune.retune import retune as run_retune
+    from harness.run.options import RunOptions
+    from harness.run.precompile import default_compile_jobs
+
+    if not 0 < timeout < float("inf"):
+        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    con = stderr()
+    run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
+    opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run)
+    data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), bars=lambda n: env_bars(con, n))
+    _print_retune(data, out)
+
+
+def _print_retune(data: dict, out: Path) -> None:
+    from rich.table import Table
+
+    from harness.render.terminal import stdout
+    from harness.retune.report import cost_line, kernel_rows
+
+    cols, rows = kernel_rows(data)
+    t = Table(title="regressions before → after", title_justify="left", show_edge=False, box=None)
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*(str(v) for v in r))
+    con = stdout()
+    con.print(t)
+    con.print(
+        f"{len(data['kept'])} changes kept, {len(data['rejected'])} rejected; {len(data['files'])} files "
+        f"{'proposed in' if data['dry_run'] else 'written to'} {data['written_to']}",
+        markup=False,
+    )
+    con.print(cost_line(data["cost"], data["budget_min"]), markup=False)
+    con.print(f"report: {out / 'retune.md'} ({out / 'retune.html'}); diff: {out / 'retune.diff'}", markup=False)
+
+
+@app.command()
 def explain(
     compare_csv: Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")],
     out: Annotated[Path, typer.Option("--out", help="folder for index.md / index.html and one page per case")],
@@ -610,11 +672,16 @@ def report(
     history: Annotated[
         str | None, typer.Option("--history", help="history database (harness history): trends, change points")
     ] = None,
+    retune: Annotated[
+        Path | None, typer.Option("--retune", help="OUT/retune.json of `harness retune`: adds its section")
+    ] = None,
 ) -> None:
     """HTML report: delta plot, roofline, TFLOPS-by-config scatter, per-dispatch split, sortable tables."""
     from harness.report.report import write_report
 
-    index = write_report(list(results or []), out, compare_csv, vendor, ceilings, explain, title, history)
+    index = write_report(
+        list(results or []), out, compare_csv, vendor, ceilings, explain, title, history=history, retune=retune
+    )
     print(f"wrote {index}")
 
 
@@ -702,11 +769,19 @@ def _on_signal(signum, frame):  # noqa: ANN001
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
-def _exit_signalled(resumable: bool) -> None:
+#: what a command cut by a signal tells the user to do
+RESUME_HINTS = {
+    "run": ": rerun with --resume",
+    "bisect": ": rerun with --resume",
+    "retune": ": rerun the same command, it resumes from its --out",
+}
+
+
+def _exit_signalled(command: str) -> None:
     import signal
 
     term = signal.SIGTERM in _SIGNALS
-    tail = ": rerun with --resume" if resumable else ""
+    tail = RESUME_HINTS.get(command, "")
     print(f"harness: {'terminated' if term else 'interrupted'}{tail}", file=sys.stderr)
     sys.exit(143 if term else 130)
 
@@ -741,7 +816,7 @@ def main(argv: list[str] | None = None) -> None:
     import signal
 
     args = sys.argv[1:] if argv is None else argv
-    resumable = bool(args) and args[0] in ("run", "bisect")
+    command = args[0] if args else ""
     _SIGNALS.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -753,7 +828,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(ex.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         _SIGNALS.append(signal.SIGINT)
-        _exit_signalled(resumable)
+        _exit_signalled(command)
     except _click_exceptions() as err:
         print(f"harness: error: {_usage_line(err)}", file=sys.stderr)
         sys.exit(2)
@@ -767,7 +842,7 @@ def main(argv: list[str] | None = None) -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if _SIGNALS:
-        _exit_signalled(resumable)
+        _exit_signalled(command)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

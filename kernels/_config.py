@@ -4,7 +4,9 @@ Files live in ``kernels/configs/``: ``{arch}-{family}.json`` (the default, requi
 ``{arch}-{family}-{key}.json`` (``key`` such as ``N=512-K=128``: the values of the parameters a kernel's
 ConfigLookup specializes on), which *replaces* the default for those values (never merged). Each file maps bucket
 keys to kwargs: ``{P}_LEQ_x`` (the first with P <= x, x ascending), then ``{P}_GEQ_x`` (the first with P >= x,
-x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs).
+x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs). A file may also hold
+notes (:data:`NOTES`), which the lookup skips: ``"_tuned_for"`` records the Triton and GPU each bucket was last
+tuned for (``harness retune`` writes it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 STANDARD_M_BOUNDS = (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+#: keys of a config file that are notes, not buckets: skipped by the lookup and by the suite's config checks
+NOTES = ("_tuned_for",)
 _BUCKET = re.compile(r"^(?P<param>[A-Za-z][A-Za-z0-9_]*?)_(?P<op>LEQ|GEQ)_(?P<bound>\d+)$")
 
 #: launch options each backend's compiler accepts; anything else in a config that is not a kernel
@@ -52,13 +56,27 @@ class Resolved:
         return src + (" +suite overrides" if self.overrides else "")
 
 
-@lru_cache(maxsize=256)
 def _read(path: str) -> dict[str, dict[str, Any]]:
+    """A config file's buckets, read once per version of the file (a file rewritten since, e.g. by `harness
+    retune`, is read again)."""
+    try:
+        st = os.stat(path)
+        version = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        version = (0, -1)
+    return _read_version(path, version)
+
+
+@lru_cache(maxsize=256)
+def _read_version(path: str, version: tuple[int, int]) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise ConfigError(f"{path}: cannot read config file: {err}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object of bucket -> config objects")
+    data = {k: v for k, v in data.items() if k not in NOTES}
+    if not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"{path}: expected an object of bucket -> config objects")
     params = {m.group("param") for k in data if (m := _BUCKET.match(k))}
     for key in data:
@@ -70,7 +88,8 @@ def _read(path: str) -> dict[str, dict[str, Any]]:
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """A config file's buckets (ConfigError when it is unreadable or not bucket -> config objects)."""
+    """A config file's buckets, its notes left out (ConfigError when it is unreadable or not bucket -> config
+    objects)."""
     return _read(str(path))
 
 

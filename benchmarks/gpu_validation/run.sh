@@ -29,6 +29,10 @@
 #                                                      history: ROUNDS (default 4) of golden + TOT interleaved,
 #                                                        each run and comparison --record'ed into
 #                                                        RESULTS/history/history.sqlite, then its tables and report
+#                                                      retune: harness retune of COMPARE within BUDGET minutes
+#                                                        into RESULTS/retune (cut: run it again, it resumes)
+#                                                      after: golden and TOT interleaved with the retuned
+#                                                        configs, compare, explain, report: RESULTS/after
 #   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
 #   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
 #
@@ -59,6 +63,13 @@ hbisect() {
   [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness bisect: no time left"; return 0; }; }
   timeout -s TERM "$t" python3 -m harness bisect "$@" --resume || rc=$?
   [ $rc = 0 ] || echo "harness bisect: exit $rc"
+}
+# `harness retune` cut the same way (SIGTERM: it stops clean; the same command again resumes from its --out)
+hretune() {
+  local rc=0 t=${TIMEOUT:-100000}
+  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness retune: no time left"; return 0; }; }
+  timeout -s TERM "$t" python3 -m harness retune "$@" || rc=$?
+  [ $rc = 0 ] || echo "harness retune: exit $rc (143: cut short; run the step again to resume)"
 }
 CONFIGS=${CONFIGS:-}
 [ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
@@ -326,6 +337,30 @@ PY
       h history trend batched_gemm_bf16 >"$HD/trend-bf16.txt" || true
       h report --history "$HARNESS_DB" --out "$HD/report"
       stamp "history end"
+      ;;
+    retune)  # remove COMPARE's TOT regressions by config changes that slow no case (golden or TOT), within BUDGET
+             # minutes of measuring: the new files go to RESULTS/retune/configs (--dry-run: this tree's
+             # kernels/configs stay as they are; copy them there to commit), with retune.md/.html/.json and
+             # retune.diff. COMPARE: default the committed H100 comparison of suites/batched_gemm.yaml (30 regressions)
+      C=${COMPARE:-reports/h100-triton-3.6.0-vs-3.9.0/compare.csv}
+      stamp "retune start: $C, budget ${BUDGET:-25} min"
+      # shellcheck disable=SC2086 # RETUNE_ARGS is a list of options (e.g. --kernel NAME)
+      hretune "$C" --env envs/tot.yaml --golden-env envs/golden.yaml --budget-min "${BUDGET:-25}" \
+        --out "$R/retune" --dry-run ${RETUNE_ARGS:-} 2>&1 | grep -v "━" | tail -30
+      stamp "retune end"
+      ;;
+    after)  # the fresh comparison after the retune: the shipped configs with RESULTS/retune/configs on top, golden
+            # and TOT interleaved over SUITE (with artifacts), compare, explain what is left, the HTML report
+      A="$R/after"; mkdir -p "$A/configs"
+      cp kernels/configs/*.json "$A/configs/" && cp "$R"/retune/configs/*.json "$A/configs/" 2>/dev/null || true
+      stamp "after-retune run start"
+      HARNESS_CONFIG_DIR="$A/configs" hrun --env envs/golden.yaml --out "$A/golden.csv" --with-env envs/tot.yaml \
+        --with-out "$A/tot.csv" --suite "$SUITE" --resume --artifacts 2>&1 | tail -3
+      stamp "after-retune run end"
+      h compare "$A/golden.csv" "$A/tot.csv" --out "$A/compare.csv" --markdown "$A/compare.md" --worst 15 \
+        | tee "$A/compare.txt" | tail -25 || true
+      h explain "$A/compare.csv" --out "$A/explain" --limit 30 2>&1 | tail -2 || true
+      h report --compare "$A/compare.csv" --out "$A/report" --retune "$R/retune/retune.json" 2>&1 | tail -1 || true
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;

@@ -80,15 +80,22 @@ def write_report(
     explain_dir: str = "",
     title: str = "",
     history: str | None = None,
+    retune: Path | None = None,
 ) -> Path:
     """Write ``out/index.html`` and the PNGs; returns the index path. Every input is read and checked before
     anything is drawn or written. ``history``: a history database (a file or URL, ``harness history``) whose
-    trends, change points and regression counts become sections of their own."""
+    trends, change points and regression counts become sections of their own; ``retune``: a retune.json
+    (``harness retune``), shown as its own section."""
     if not results and compare_csv is None and history is None:
         raise HarnessError("give at least one results CSV, --compare COMPARE.csv or --history DB")
     require_matplotlib()
     override = load_ceilings(ceilings) if ceilings is not None else None
     vendor_df = parse_vendor(vendor) if vendor is not None else None
+    retuned = None
+    if retune is not None:
+        from harness.retune.report import load_summary
+
+        retuned = load_summary(retune)
     cmp = None
     if compare_csv is not None:
         from harness.compare.store import load_compare, locate_results
@@ -108,6 +115,10 @@ def write_report(
     page = Page(out)
     if cmp is not None:
         _compare_section(page, cmp, explain_dir)
+    if retuned is not None:
+        from harness.retune.report import html_section
+
+        page.section("retune", "Retune: configs changed to remove TOT regressions", html_section(retuned), "Retune")
     if view is not None:
         _history_sections(page, view)
     if runs:

@@ -59,6 +59,8 @@ def run_sidecar(
         "host": options["host"],
         "run_options": options,
         "kernels": {c.name: c.spec.summary() for c in cases},
+        # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
+        "kernel_sources": {c.name: c.kernel.source for c in cases},
     }
     if opts.artifacts:
         meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file

@@ -308,3 +308,19 @@ def test_multi_gpu_results_get_scaling_plots_and_best_configs(tmp_path):
     assert "Multi-GPU scaling" in page and "Best configuration per shape" in page
     best = best_configs(load_runs([path])[0].df)
     assert len(best) == 6 and set(best["best config"]) == {"BLOCK_M64"} and (best["configs"] == 2).all()
+
+
+def test_a_retune_section(tmp_path):
+    """`harness report --retune OUT/retune.json`: the retune's before/after, changes and cost as a section."""
+    from tests.retune.test_report import DATA
+
+    for name in ("compare.csv", "compare.csv.meta.json", "golden.csv", "golden.csv.env.json", "tot.csv",
+                 "tot.csv.env.json"):  # fmt: skip
+        shutil.copy(H100 / name, tmp_path / name)
+    (tmp_path / "retune.json").write_text(json.dumps(DATA))
+    page = write_report([], tmp_path / "r", compare_csv=tmp_path / "compare.csv", retune=tmp_path / "retune.json")
+    text = page.read_text()
+    assert '<a href="#retune">Retune</a>' in text and '<h2 id="retune">' in text and "11 / 15 → 4 / 15" in text
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(HarnessError, match="not a retune.json"):
+        write_report([], tmp_path / "r", compare_csv=tmp_path / "compare.csv", retune=tmp_path / "bad.json")

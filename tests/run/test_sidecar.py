@@ -31,6 +31,7 @@ def test_the_sidecar_records_the_kernels_and_is_updated_in_place(tmp_path, monke
     meta = run_sidecar(spec, INFO, opts, "wallclock", 3, run_options(spec, opts, "s"), cases, out, "s.yaml")
     assert meta["schema_version"] == SCHEMA_VERSION == 2 and meta["timing"] == "wallclock"
     assert meta["kernels"]["softmax"]["peak"] == "memory" and meta["kernels"]["softmax"]["plot"]["x"] == "N"
+    assert meta["kernel_sources"] == {"softmax": str(ROOT / "examples" / "softmax.py")}  # what retune loads
     write_sidecar(out, meta)
     update_sidecar(out, gpu={"after": {"temperature_c": 40}}, precompile={"jobs": 2})
     back = json.loads(sidecar_path(out).read_text())

@@ -1,0 +1,115 @@
+"""The guard: whether a config change may be kept, from the times of every case whose config it changes. Pure.
+
+Each such case is measured four ways in one interleaved run: golden with the config users had before the retune
+(``golden_old``), TOT with the config of the files as they stand before this change (``tot_old``), and both
+stacks with the new config (``golden_new``, ``tot_new``). Every comparison is AITER's rule
+(harness.compare.rule), applied as the compare stage applies it (the floor included: a case golden runs in under
+4 µs never counts):
+
+* golden with the new config is not slower than golden with the old (people still on golden lose nothing);
+* TOT with the new config is not slower than TOT with the old, does not fail, and is not a regression against
+  golden's old time unless it was one already;
+* a change is kept only if no case got worse and at least one was *fixed*: a regression (or a TOT failure)
+  before, none after. A case that was a regression and still is, no slower, does not block it: the change fixed
+  others and cost it nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.report.page import plain
+
+_REGRESSION = VERDICTS.index("regression")
+
+
+def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:
+    """Whether ``new_us`` is slower than ``ref_us`` by the rule (``ref_us`` in golden's place). False where
+    either is missing."""
+    if ref_us is None or new_us is None:
+        return False
+    return int(timed_codes(np.array([ref_us]), np.array([new_us]), rule)[0]) == _REGRESSION
+
+
+def pct(ref_us: float, new_us: float) -> str:
+    """``+23.0%``: how much slower ``new_us`` is (a change under 0.05 % is ``+0.0%``, never ``-0.0%``)."""
+    d = 100.0 * (new_us / ref_us - 1)
+    return f"{0.0 if abs(d) < 0.05 else d:+.1f}%"
+
+
+def us(v: float | None) -> str:
+    return "failed" if v is None else f"{plain(v)} µs"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One case of a guard run. A time is None where that measurement failed (its status says how)."""
+
+    kernel: str
+    case_id: str
+    golden_old: float | None
+    tot_old: float | None
+    golden_new: float | None
+    tot_new: float | None
+    status: tuple[str, str, str, str] = ("ok", "ok", "ok", "ok")
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """``fixed``, ``still_regressed``, ``ok`` or ``worse``, and why (one line)."""
+
+    kind: str
+    why: str
+
+    @property
+    def worse(self) -> bool:
+        return self.kind == "worse"
+
+
+def judge(m: Measured, rule: Rule) -> CaseVerdict:
+    """The guard's verdict on one case."""
+    g0, t0, g1, t1 = m.golden_old, m.tot_old, m.golden_new, m.tot_new
+    if g0 is not None and g1 is None:
+        return CaseVerdict("worse", f"golden fails with the new config ({m.status[2]})")
+    if t1 is None:
+        return CaseVerdict("worse", f"TOT fails with the new config ({m.status[3]})")
+    if slower(g0, g1, rule):
+        return CaseVerdict("worse", f"golden slower: {us(g0)} → {us(g1)} ({pct(g0, g1)})")
+    if slower(t0, t1, rule):
+        return CaseVerdict("worse", f"TOT slower: {us(t0)} → {us(t1)} ({pct(t0, t1)})")
+    was = t0 is None or slower(g0, t0, rule)
+    now = slower(g0, t1, rule)
+    if now and not was:
+        return CaseVerdict("worse", f"a new regression: TOT {us(t1)} vs golden {us(g0)} ({pct(g0, t1)})")
+    if was and not now:
+        before = "failed" if t0 is None else pct(g0, t0) if g0 else us(t0)
+        after = pct(g0, t1) if g0 else us(t1)
+        return CaseVerdict("fixed", f"TOT vs golden {before} → {after}")
+    if now:
+        return CaseVerdict("still_regressed", f"TOT vs golden {pct(g0, t0)} → {pct(g0, t1)}")
+    return CaseVerdict("ok", f"TOT {us(t0)} → {us(t1)}, golden {us(g0)} → {us(g1)}")
+
+
+@dataclass(frozen=True)
+class Decision:
+    kept: bool
+    why: str
+    verdicts: tuple[tuple[Measured, CaseVerdict], ...]
+
+
+def decide(measured: list[Measured], rule: Rule) -> Decision:
+    """Keep the change iff no case got worse and at least one was fixed; ``why`` names the first case that got
+    worse, or says that nothing was fixed."""
+    verdicts = tuple((m, judge(m, rule)) for m in measured)
+    worse = [(m, v) for m, v in verdicts if v.worse]
+    if worse:
+        m, v = worse[0]
+        more = f" (and {len(worse) - 1} more)" if len(worse) > 1 else ""
+        return Decision(False, f"{m.kernel} {m.case_id}: {v.why}{more}", verdicts)
+    fixed = [m for m, v in verdicts if v.kind == "fixed"]
+    if not fixed:
+        return Decision(False, "fixes nothing in the guard's measurements", verdicts)
+    return Decision(True, f"fixes {len(fixed)} of {len(verdicts)} cases it changes, none slower", verdicts)

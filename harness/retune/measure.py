@@ -1,0 +1,246 @@
+"""Timing candidates with the machinery of `harness run`: the same worker, timing and stability rule.
+
+A batch of (case, config) pairs is a list of suite cases whose config overrides are the whole candidate config
+(``Case(kernel, params, overrides=config)``), measured by ``run_suite`` into ``DIR/runs/<name>.csv``; a guard is
+``run_interleaved`` over four environments — golden and TOT, each pointed at a folder of config files
+(``HARNESS_CONFIG_DIR``) — measuring the changed cases exactly as a suite names them, so the worker resolves each
+case's config from the files the retune would write. A batch's file name is a hash of what it measures: a retune
+killed in the middle of a batch asks for the same batch again and ``--resume`` finishes it, and every finished
+batch's timings go to the cache before the search reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.fsutil import write_text
+from harness.inputs.env import EnvSpec
+from harness.inputs.suite import Case
+from harness.results.load import load_results
+from harness.results.schema import TIMED_STATUSES
+from harness.retune.cache import Cache, Entry, Key, digest, make_key, source_hash
+from harness.retune.guard import Measured
+from harness.run.interleave import run_interleaved
+from harness.run.options import RunOptions
+from harness.run.runner import run_suite
+
+#: progress callback factory: (bar names) -> context manager yielding (bar index, label, done, total) -> None
+Bars = Callable[[list[str]], AbstractContextManager]
+#: the four measurements of a guard, in run order
+ROLES = ("golden_old", "tot_old", "golden_new", "tot_new")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One environment as the retune knows it: its spec, and what identifies its timings."""
+
+    label: str  # golden | tot
+    spec: EnvSpec
+    triton: str  # version
+    ident: str  # 'triton VERSION at PATH'
+    gpu: str  # UUID, else model @ host
+
+
+@dataclass
+class Cost:
+    """What the measuring cost: configs compiled (prepared by a worker), cases timed, failures by status,
+    timings served from the cache, seconds per phase."""
+
+    compiled: int = 0
+    timed: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    cached: int = 0
+    runs: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_rows(self, statuses: list[str]) -> None:
+        for s in statuses:
+            self.compiled += s != "skipped"
+            if s in TIMED_STATUSES:
+                self.timed += 1
+            else:
+                self.failed[s] = self.failed.get(s, 0) + 1
+
+    @property
+    def minutes(self) -> float:
+        return sum(self.seconds.values()) / 60.0
+
+
+@dataclass(frozen=True)
+class Item:
+    """A case (as the suite names it, no overrides) and the config to time it with."""
+
+    case: Case
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GuardCase:
+    """A case whose config a change moves: golden's config before the retune, TOT's before this change, new."""
+
+    case: Case
+    golden_old: dict[str, Any]
+    tot_old: dict[str, Any]
+    new: dict[str, Any]
+
+    @property
+    def tag(self) -> str:
+        return "guard:" + digest(self.golden_old, self.tot_old, self.new)
+
+    def config(self, role: str) -> dict[str, Any]:
+        return {"golden_old": self.golden_old, "tot_old": self.tot_old}.get(role, self.new)
+
+
+def with_configs(spec: EnvSpec, folder: Path) -> EnvSpec:
+    """The env reading its config files from ``folder``."""
+    return replace(spec, env={**spec.env, "HARNESS_CONFIG_DIR": str(folder)})
+
+
+def _entry(key: Key, row: dict[str, Any]) -> Entry:
+    status = str(row.get("status") or "runtime_error")
+    t = row.get("time_us")
+    timed = status in TIMED_STATUSES and t is not None and t == t
+    error = str(row.get("error") or "").strip().splitlines()
+    return Entry(key, status, float(t) if timed else None, error[0][:300] if error else "")
+
+
+def _worker_config(row: dict[str, Any]) -> dict[str, Any] | None:
+    cell = row.get("config")
+    try:
+        found = json.loads(cell) if isinstance(cell, str) and cell.strip() else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+class Measurer:
+    """Runs batches and guards into ``DIR/runs/``, through the cache, and counts what they cost."""
+
+    def __init__(
+        self,
+        out: Path,
+        stacks: dict[str, Stack],
+        cache: Cache,
+        opts: RunOptions,
+        bars: Bars | None = None,
+        cost: Cost | None = None,
+    ):
+        self.runs_dir = Path(out) / "runs"
+        self.stacks, self.cache, self.opts, self.bars = stacks, cache, replace(opts, resume=True), bars
+        self.cost = cost or Cost()
+        self.progress: Callable[[Cost], None] | None = None  # told after every run (retune.py keeps the total)
+        self._sources: dict[str, str] = {}
+
+    def key(self, case: Case, config: dict[str, Any], stack: str, tag: str) -> Key:
+        src = self._sources.setdefault(case.kernel.source, source_hash(case.kernel.source))
+        s = self.stacks[stack]
+        return make_key(case.name, src, case.case_id, config, s.ident, s.gpu, tag)
+
+    def lookup(self, case: Case, config: dict[str, Any], stack: str, tag: str = "search") -> Entry | None:
+        return self.cache.get(self.key(case, config, stack, tag))
+
+    # ------------------------------------------------------------------------------------------ batches
+    def batch(self, stack: str, items: list[Item], configs: Path, phase: str) -> None:
+        """Time every item not in the cache under ``stack`` (its cases' config files read from ``configs``)."""
+        todo: dict[str, tuple[Item, Key]] = {}
+        for it in items:
+            key = self.key(it.case, it.config, stack, "search")
+            if self.cache.get(key) is None:
+                cand = Case(it.case.kernel, it.case.params, dict(it.config))
+                todo.setdefault(cand.key, (it, key))
+        self.cost.cached += len(items) - len(todo)
+        if not todo:
+            return
+        name = f"{phase}-{stack}-{digest(sorted(todo))}"
+        cases = [Case(it.case.kernel, it.case.params, dict(it.config)) for it, _ in todo.values()]
+        manifest = self._manifest(name, [[it.case.key, it.config] for it, _ in todo.values()])
+        spec = with_configs(self.stacks[stack].spec, configs)
+        out = self.runs_dir / f"{name}.csv"
+        t0 = time.monotonic()
+        with self._bars([f"{phase} {stack}"]) as bar:
+            progress = (lambda label, i, n: bar(0, label, i, n)) if bar else None
+            run_suite(spec, cases, out, self.opts, progress=progress, suite_name=str(manifest))
+        took = time.monotonic() - t0
+        rows = load_results(out).to_dict("records")
+        by_id = {f"{r['kernel']}/{r['case_id']}": r for r in rows}
+        entries = []
+        for cid, (it, key) in todo.items():
+            row = by_id[cid]
+            seen = _worker_config(row)
+            if seen is not None and seen != it.config and row.get("status") in TIMED_STATUSES:
+                raise RuntimeError(f"{cid}: the worker ran {seen}, not the candidate {it.config}")
+            entries.append(_entry(key, row))
+        self.cost.add_rows([e.status for e in entries])
+        self.cache.add(entries)
+        self._spent(phase, took)
+
+    # -------------------------------------------------------------------------------------------- guard
+    def guard(self, cases: list[GuardCase], dirs: dict[str, Path], phase: str = "guard") -> dict[str, Measured]:
+        """The four measurements of every case, interleaved in one run (only cases without all four cached);
+        ``dirs``: the config folder of each role. Returns Measured by case key (kernel/case_id)."""
+        need = [g for g in cases if any(self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) is None for r in ROLES)]
+        self.cost.cached += 4 * (len(cases) - len(need))
+        if need:
+            self._guard_run(need, dirs, phase)
+        out = {}
+        for g in cases:
+            found = [self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) for r in ROLES]
+            t = [e.time_us if e else None for e in found]
+            st = tuple(e.status if e else "missing" for e in found)
+            out[g.case.key] = Measured(g.case.name, g.case.case_id, t[0], t[1], t[2], t[3], st)
+        return out
+
+    def _guard_run(self, need: list[GuardCase], dirs: dict[str, Path], phase: str) -> None:
+        name = f"{phase}-{digest(sorted((g.case.key, g.tag) for g in need))}"
+        manifest = self._manifest(name, [[g.case.key, g.golden_old, g.tot_old, g.new] for g in need])
+        runs = [(with_configs(self.stacks[_stack(r)].spec, dirs[r]), self.runs_dir / f"{name}-{r}.csv") for r in ROLES]
+        cases = [g.case for g in need]
+        t0 = time.monotonic()
+        with self._bars([r.replace("_", " ") for r in ROLES]) as bar:
+            run_interleaved(runs, cases, self.opts, progress=bar, suite_name=str(manifest), warn=lambda m: None)
+        took = time.monotonic() - t0
+        entries = []
+        for role, (_, out) in zip(ROLES, runs):
+            rows = {r["case_id"]: r for r in load_results(out).to_dict("records")}
+            for g in need:
+                row = rows[g.case.case_id]
+                seen = _worker_config(row)
+                if seen is not None and seen != g.config(role):
+                    raise RuntimeError(
+                        f"{g.case.key} ({role}): the worker resolved {seen} from {dirs[role]}, expected {g.config(role)}"
+                    )
+                entries.append(_entry(self.key(g.case, g.config(role), _stack(role), _tag(g, role)), row))
+        self.cost.add_rows([e.status for e in entries])
+        self.cache.add(entries)
+        self._spent(phase, took)
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _manifest(self, name: str, body: list[Any]) -> Path:
+        """What a run measures, named by its hash (the runs' --resume checks the suite name)."""
+        p = self.runs_dir / f"{name}.json"
+        if not p.exists():
+            write_text(p, json.dumps(body, indent=1, default=str) + "\n")
+        return p.resolve()
+
+    def _spent(self, phase: str, seconds: float) -> None:
+        self.cost.runs += 1
+        self.cost.seconds[phase] = self.cost.seconds.get(phase, 0.0) + seconds
+        if self.progress:
+            self.progress(self.cost)
+
+    def _bars(self, names: list[str]) -> AbstractContextManager:
+        return self.bars(names) if self.bars else nullcontext(None)
+
+
+def _stack(role: str) -> str:
+    return role.split("_")[0]
+
+
+def _tag(g: GuardCase, role: str) -> str:
+    return f"{g.tag}:{role}"

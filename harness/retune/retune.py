@@ -1,0 +1,660 @@
+"""`harness retune`: remove TOT regressions by changing configs, keeping only changes that slow no case.
+
+The stages, each resumable through the timing cache (cache.py):
+
+1. **Targets**: COMPARE's regressions and TOT failures, each located in the config files (file, bucket), grouped
+   into slots (search.py): the cases one bucket of one shape serves.
+2. **Search** under TOT, per slot, seeded with its current config (search.py), over the kernel's own space
+   (space.py), configs that cannot work pruned first (prune.py); while the search share of the budget lasts.
+3. **Golden check**: the best few configs of each slot timed under golden; any that slows golden is dropped.
+4. **Guard**, in rounds: each slot's best config placed by the lookup rule (placement.py: a shared bucket first,
+   else a per-shape file), every case whose resolved config changes measured under golden and TOT, old and new,
+   interleaved (measure.py), and the change kept or rejected (guard.py). Independent changes share a round.
+5. **Output**: the files (in place, or DIR/configs with --dry-run) with their ``_tuned_for`` note, a diff, and the
+   report (report.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.compare.rule import Rule, timed_verdicts
+from harness.compare.store import load_compare
+from harness.errors import HarnessError, did_you_mean
+from harness.fsutil import write_text
+from harness.retune import inputs as I
+from harness.retune.cache import Cache, digest
+from harness.retune.guard import Decision, Measured, decide, judge, pct, slower, us
+from harness.retune.measure import Bars, Cost, GuardCase, Item, Measurer, Stack
+from harness.retune.placement import Option, changes, file_names, options, per_shape_text, resolve
+from harness.retune.prune import Learned, static_problem
+from harness.retune.search import SlotCase, SlotSearch
+from harness.retune.space import backend_of, build_space, config_key
+from harness.run.locks import lock_output
+from harness.run.options import RunOptions
+from harness.run.runner import _resolve_timing
+from kernels._config import config_dir
+
+#: the share of the budget the search may spend; the golden check and the guard get the rest
+SEARCH_SHARE = 0.6
+Log = Callable[[str], None]
+
+
+@dataclass
+class Options:
+    compare: Path
+    tot_env: str
+    golden_env: str
+    out: Path
+    kernels: list[str] = field(default_factory=list)
+    budget_min: float = 30.0
+    dry_run: bool = False
+    run: RunOptions = field(default_factory=RunOptions)
+
+
+def diff_text(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """``BLOCK_SIZE_K 64→128, num_warps 4→8``: what a config change changes."""
+    keys = list(dict.fromkeys([*old, *new]))
+    parts = [f"{k} {old.get(k, '—')}→{new.get(k, '—')}" for k in keys if old.get(k, "—") != new.get(k, "—")]
+    return ", ".join(parts) or "no change"
+
+
+@dataclass
+class Slot:
+    """The cases of COMPARE one bucket of one shape serves, and what became of them."""
+
+    family: str
+    key: str
+    file: str
+    bucket: str
+    cases: list[I.CaseInfo]
+    search: SlotSearch | None = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str = ""  # kept | rejected | fixed elsewhere
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.file}:{self.bucket}" + (f" ({self.key})" if self.key and self.key not in self.file else "")
+
+    @property
+    def targets(self) -> list[I.CaseInfo]:
+        return [c for c in self.cases if c.target]
+
+    @property
+    def searched(self) -> list[I.CaseInfo]:
+        """The cases the search times: the targets and every case TOT timed in COMPARE."""
+        return [c for c in self.cases if c.target or c.tot_timed]
+
+    @property
+    def by_key(self) -> dict[str, I.CaseInfo]:
+        return {c.key: c for c in self.cases}
+
+    @property
+    def severity(self) -> float:
+        return max((c.severity for c in self.targets), default=0.0)
+
+    @property
+    def seed(self) -> dict[str, Any]:
+        return self.cases[0].where.config
+
+
+@dataclass
+class Change:
+    """A kept change: where it went and the guard's measurements of every case it changed."""
+
+    slot: str
+    kind: str
+    file: str
+    bucket: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    decision: Decision
+
+
+class Retune:
+    def __init__(self, opts: Options, log: Log, bars: Bars | None = None):
+        self.opts, self.log, self.bars = opts, log, bars
+        self.notes: list[str] = []
+        self.kept: list[Change] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.learned = Learned()
+        self.after: dict[str, Measured] = {}  # case key → its last kept change's guard measurement
+        self.after_verdict: dict[str, str] = {}  # case key → verdict with its current config timed now
+
+    # --------------------------------------------------------------------------------------------- open
+    def open(self) -> None:
+        """COMPARE, the two stacks (a worker's hello each), the config files as they are, the measurer."""
+        cmp = load_compare(self.opts.compare)
+        self.rule: Rule = cmp.rule
+        names = list(dict.fromkeys(str(k) for k in cmp.table["kernel"]))
+        for k in self.opts.kernels:
+            if k not in names:
+                raise HarnessError(f"--kernel {k!r}: no such kernel in {self.opts.compare}{did_you_mean(k, names)}")
+        tinfo = self._open_stacks()
+        self.config_dir = config_dir()
+        self.original = I.snapshot(self.config_dir)
+        self.state = dict(self.original)
+        self.before_dir = self.state_dir(self.original)
+        kernels, notes = I.load_kernels(names, I.kernel_sources(cmp))
+        self.cases, more = I.case_infos(cmp, kernels, self.original, self.arch)
+        self.notes += notes + more
+        self.by_key = {c.key: c for c in self.cases}
+        self.lookups = {c.key: c.lookup for c in self.cases}
+        self._open_measurer(tinfo)
+        self.stamp = {"triton": self.tot.triton, "gpu": self.gpu_name, "by": "harness retune"}
+        self.stamp["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+    def _open_stacks(self) -> dict[str, Any]:
+        logs = self.opts.out / "logs"
+        self.tot, tinfo = I.open_stack("tot", self.opts.tot_env, logs)
+        self.golden, ginfo = I.open_stack("golden", self.opts.golden_env, logs)
+        self.arch = str(tinfo.get("arch"))
+        if ginfo.get("arch") != self.arch:
+            raise HarnessError(f"--golden-env runs on {ginfo.get('arch')}, --env on {self.arch}: one GPU kind, please")
+        self.backend, self.gpu_name = backend_of(self.arch), (tinfo.get("gpu") or {}).get("name", "")
+        return tinfo
+
+    def _open_measurer(self, tinfo: dict[str, Any]) -> None:
+        run = self.opts.run
+        if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
+            run = replace(run, timing=_resolve_timing(self.tot.spec.timing, tinfo))
+        method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
+        stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
+        cache = Cache(self.opts.out / "cache.jsonl")
+        self.measurer = Measurer(self.opts.out, stacks, cache, run, self.bars, self._cost_so_far())
+        self.measurer.progress = self._save_cost
+        self._learn_cached({s.ident for s in stacks.values()})
+
+    # a retune cut short (a kill, a deadline) goes on with the budget it had left: OUT/progress.json keeps what the
+    # unfinished retune spent; a retune that finished leaves it marked done, and the next one starts afresh
+    def _cost_so_far(self) -> Cost:
+        try:
+            saved = json.loads((self.opts.out / "progress.json").read_text())
+        except (OSError, ValueError):
+            return Cost()
+        if not isinstance(saved, dict) or saved.get("finished") or not isinstance(saved.get("cost"), dict):
+            return Cost()
+        try:
+            return Cost(**saved["cost"])
+        except TypeError:
+            return Cost()
+
+    def _save_cost(self, cost: Cost, finished: bool = False) -> None:
+        write_text(self.opts.out / "progress.json", json.dumps({"finished": finished, "cost": asdict(cost)}) + "\n")
+
+    def state_dir(self, files: dict[str, str]) -> Path:
+        """A folder holding ``files``, named by their content (written once; a half-written one is redone)."""
+        d = self.opts.out / "states" / digest(sorted(files.items()))
+        if not (d / ".complete").exists():
+            for name, text in files.items():
+                write_text(d / name, text)
+            write_text(d / ".complete", "")
+        return d
+
+    # -------------------------------------------------------------------------------------------- slots
+    def slots(self) -> list[Slot]:
+        groups: dict[tuple[str, str, str, str], list[I.CaseInfo]] = {}
+        for c in self.cases:
+            groups.setdefault((c.lookup.family, c.lookup.key, c.where.file, c.where.bucket), []).append(c)
+        wanted = set(self.opts.kernels)
+        found = []
+        for (family, key, file, bucket), cases in groups.items():
+            s = Slot(family, key, file, bucket, cases)
+            if not any(c.target and (not wanted or c.case.name in wanted) for c in cases):
+                continue
+            s.search = SlotSearch(s.name, self._slot_cases(s), dict(s.seed), self._space(s), self.rule, self._pruner(s))
+            found.append(s)
+        return sorted(found, key=lambda s: -s.severity)
+
+    def _slot_cases(self, s: Slot) -> list[SlotCase]:
+        return [SlotCase(c.key, c.golden_us, c.target) for c in s.searched]
+
+    def _space(self, s: Slot):  # noqa: ANN202
+        kernels = list({c.case.kernel.source: c.case.kernel for c in s.cases}.values())
+        keys = tuple(dict.fromkeys(k for kern in kernels for k in kern.spec.config_keys))
+        configs = I.family_configs(s.family, self.before_dir)
+        return build_space(keys, self.arch, configs, I.suite_values({k.name for k in kernels}))
+
+    def _pruner(self, s: Slot):  # noqa: ANN202
+        by_key = s.by_key
+
+        def prune(cid: str, cfg: dict[str, Any]) -> str | None:
+            case = by_key[cid].case
+            peak = case.spec.peak_of(case.params)
+            why = static_problem(cfg, case.params, self.arch, self.backend, peak)
+            return why or self.learned.problem(case.name, cfg)
+
+        return prune
+
+    # ------------------------------------------------------------------------------------------- search
+    def time_of(self, s: Slot, stack: str) -> Callable[[str, dict[str, Any]], tuple[str, float | None] | None]:
+        by_key = s.by_key
+
+        def look(cid: str, cfg: dict[str, Any]) -> tuple[str, float | None] | None:
+            e = self.measurer.lookup(by_key[cid].case, cfg, stack)
+            return (e.status, e.time_us) if e else None
+
+        return look
+
+    def search(self, slots: list[Slot]) -> None:
+        """Every slot's search, one TOT batch a step for all of them, while the search budget lasts (the seeds
+        are always timed: without them nothing can be judged)."""
+        budget = self.opts.budget_min * SEARCH_SHARE
+        step = 0
+        while True:
+            live = [s for s in slots if s.search and s.search.wants()]
+            if not live:
+                return
+            if step and self.measurer.cost.minutes >= budget:
+                for s in live:
+                    s.search.stop(f"the search budget ({budget:.3g} min) ran out")
+                return
+            items = [Item(c.case, cfg) for s in live for cfg in s.search.wants() for c in s.searched]
+            n = sum(len(s.search.wants()) for s in live)
+            self.log(f"search step {step + 1}: {n} configs over {len(live)} slots ({len(items)} timings)")
+            self.measurer.batch("tot", items, self.before_dir, "search")
+            self._learn(items, "tot")
+            for s in live:
+                s.search.advance(self.time_of(s, "tot"))
+            step += 1
+
+    def _learn_cached(self, idents: set[str]) -> None:
+        """Resource failures an earlier retune of this folder saw on these stacks: a tile that ran out still does."""
+        for e in self.measurer.cache.entries.values():
+            if e.status == "compile_error" and e.key.stack in idents:
+                self.learned.note(e.key.kernel, json.loads(e.key.config), e.error)
+
+    def _learn(self, items: list[Item], stack: str) -> None:
+        for it in items:
+            e = self.measurer.lookup(it.case, it.config, stack)
+            if e is not None and e.status == "compile_error":
+                self.learned.note(it.case.name, it.config, e.error)
+
+    # ------------------------------------------------------------------------------------- golden check
+    def check_golden(self, slots: list[Slot]) -> None:
+        """The seed and the finalists of every slot under golden; a finalist that slows golden is dropped."""
+        items = []
+        for s in slots:
+            finals = s.search.finalists() if s.search else []
+            if not finals and s.search and s.search.regressed_now == 0:
+                self._not_regressed(s)
+                continue
+            if not finals:
+                self._reject(s, "search", None, self._search_why(s))
+                continue
+            s.candidates = finals
+            items += [Item(c.case, cfg) for cfg in [s.seed, *finals] for c in s.searched]
+        if items:
+            self.log(f"golden check: {len(items)} timings")
+            self.measurer.batch("golden", items, self.before_dir, "golden-check")
+        for s in slots:
+            if not s.candidates:
+                continue
+            why = {config_key(cfg): self._golden_why(s, cfg) for cfg in s.candidates}
+            for cfg in s.candidates:
+                if why[config_key(cfg)]:
+                    self._reject(s, "golden", cfg, why[config_key(cfg)], final=False)
+            s.candidates = [cfg for cfg in s.candidates if not why[config_key(cfg)]]
+            if not s.candidates:
+                s.outcome, s.why = "rejected", "every config that fixes it under TOT slows golden"
+
+    def _not_regressed(self, s: Slot) -> None:
+        """The slot's current config is no regression under TOT when timed now (COMPARE predates the files, or
+        was noise): nothing to change; the search's TOT time against COMPARE's golden is its 'after'."""
+        look = self.time_of(s, "tot")
+        shown = []
+        for c in s.targets:
+            t = look(c.key, s.seed)
+            self.after_verdict[c.key] = "ok"
+            if t and t[1] is not None and c.golden_us:
+                shown.append(f"{c.case.case_id} {pct(c.golden_us, t[1])}")
+        s.outcome = "not regressed"
+        s.why = "its current config is no regression under TOT timed now: " + ", ".join(shown)
+
+    def _golden_why(self, s: Slot, cfg: dict[str, Any]) -> str:
+        look = self.time_of(s, "golden")
+        for c in s.searched:
+            g0, g1 = look(c.key, s.seed), look(c.key, cfg)
+            if g0 is None or g0[1] is None:
+                continue
+            if g1 is None or g1[1] is None:
+                return f"{c.key}: golden fails with it ({g1[0] if g1 else 'not timed'})"
+            if slower(g0[1], g1[1], self.rule):
+                return f"{c.key}: golden slower {us(g0[1])} → {us(g1[1])} ({pct(g0[1], g1[1])})"
+        return ""
+
+    def _search_why(self, s: Slot) -> str:
+        srch = s.search
+        if srch is None:
+            return "not searched"
+        n, pruned = srch.timed, len(srch.pruned)
+        best = [(sc.unfixed, sc.geo, k) for k, sc in srch.scores.items() if sc is not None and sc.worse == 0]
+        tail = ""
+        if best:
+            cfg = srch.configs[min(best)[2]]
+            look = self.time_of(s, "tot")
+            shown = []
+            for c in s.targets:
+                t = look(c.key, cfg)
+                if t and t[1] is not None and c.golden_us:
+                    shown.append(f"{c.case.case_id} {pct(c.golden_us, t[1])}")
+            tail = f"; the best ({diff_text(s.seed, cfg)}) leaves TOT vs golden at " + ", ".join(shown)
+        ended = srch.done or "stopped"
+        return f"no config of {n} timed ({pruned} pruned) fixes a regression without slowing another ({ended}){tail}"
+
+    # -------------------------------------------------------------------------------------------- guard
+    def guard(self, slots: list[Slot]) -> None:
+        """Rounds of guarded changes, worst regression first, until every slot is decided (a rejected slot tries
+        its next candidate in a later round while the budget lasts; the first round always runs)."""
+        queue = sorted([s for s in slots if s.candidates], key=lambda s: -s.severity)
+        rounds = 0
+        while queue:
+            if rounds and self.measurer.cost.minutes >= self.opts.budget_min:
+                for s in queue:
+                    s.outcome = "rejected"
+                    s.why += f" (the budget ran out before {len(s.candidates)} more configs were guarded)"
+                return
+            rounds += 1
+            queue = self._round(queue, rounds)
+
+    def _round(self, queue: list[Slot], n: int) -> list[Slot]:
+        picked: list[tuple[Slot, dict[str, Any], Option]] = []
+        taken: set[tuple[str, str]] = set()
+        new = dict(self.state)
+        for s in queue:
+            if self._fixed_elsewhere(s):
+                continue
+            cfg = s.candidates[0]
+            lookup = s.targets[0].lookup
+            now = resolve(new, lookup)
+            if now is not None and now.config == cfg:
+                s.outcome, s.why = "fixed elsewhere", "a change kept for another slot gave it this config"
+                continue
+            first = options(new, lookup, cfg, self.stamp)[0]
+            if (first.file, first.bucket) in taken:
+                continue  # another slot of this round edits this bucket: the next round
+            taken.add((first.file, first.bucket))
+            new = first.apply(new)
+            picked.append((s, cfg, first))
+        if not picked:
+            return [s for s in queue if not s.outcome]
+        moved = changes(self.state, new, self.lookups)
+        owner = {
+            cid: next(p for p in picked if (a.file, a.bucket) == (p[2].file, p[2].bucket))
+            for cid, (a, _) in moved.items()
+        }
+        guard_cases = [
+            GuardCase(self.by_key[cid].case, self.by_key[cid].where.config, a.config, b.config)
+            for cid, (a, b) in moved.items()
+        ]
+        self.log(f"guard round {n}: {len(picked)} changes, {len(guard_cases)} cases × golden/TOT × old/new")
+        cur, nxt = self.state_dir(self.state), self.state_dir(new)
+        dirs = {"golden_old": self.before_dir, "tot_old": cur, "golden_new": nxt, "tot_new": nxt}
+        measured = self.measurer.guard(guard_cases, dirs, f"guard{n}")
+        self._settle(picked, moved, owner, measured)
+        return [s for s in queue if not s.outcome]
+
+    def _settle(self, picked, moved, owner, measured) -> None:  # noqa: ANN001
+        """Decide each change of a round; build the files it leaves; check that they move exactly the cases the
+        kept changes were measured on, to the configs they were measured with."""
+        state = dict(self.state)
+        per_shape, expect = [], {}
+        for p in picked:
+            s, cfg, opt = p
+            mine = [cid for cid in moved if owner[cid] is p]
+            d = decide([measured[cid] for cid in mine], self.rule)
+            if d.kept:
+                state = options(state, s.targets[0].lookup, cfg, self.stamp)[0].apply(state)
+                self._keep(s, opt.kind, opt.file, cfg, d, mine, moved, expect)
+                continue
+            sub = [cid for cid in mine if self.lookups[cid].key == s.key]
+            d2 = decide([measured[cid] for cid in sub], self.rule) if opt.kind == "shared" and s.key else None
+            if d2 is not None and d2.kept and len(sub) < len(mine):
+                per_shape.append((s, cfg, d, d2, sub))
+                continue
+            why = f"{opt.kind} {opt.file}:{opt.bucket}: {d.why}"
+            if d2 is not None and len(sub) < len(mine):
+                why += f"; a per-shape file: {d2.why}"
+            self._reject(s, "guard", cfg, why, decision=d)
+        for s, cfg, d, d2, sub in per_shape:
+            default, specific = file_names(s.targets[0].lookup)
+            state[specific] = per_shape_text(state.get(specific, state[default]), s.bucket, cfg, self.stamp)
+            self.notes.append(f"{s.name}: shared edit rejected ({d.why}); wrote {specific} instead")
+            self._keep(s, "per-shape", specific, cfg, d2, sub, moved, expect, shared_why=d.why)
+        got = {cid: b.config for cid, (_, b) in changes(self.state, state, self.lookups).items()}
+        if got != expect:
+            raise RuntimeError(f"the files would move {sorted(got)} but the guard kept {sorted(expect)}")
+        self.state = state
+
+    def _keep(self, s, kind, file, cfg, d, mine, moved, expect, shared_why: str = "") -> None:  # noqa: ANN001
+        s.outcome, s.why = "kept", d.why
+        old = moved[mine[0]][0].config
+        self.kept.append(Change(s.name, kind, file, s.bucket, old, cfg, d))
+        if shared_why:
+            self.rejected.append(
+                {"slot": s.name, "stage": "guard", "config": cfg, "why": f"shared {s.file}:{s.bucket}: {shared_why}"}
+            )
+        for m, _ in d.verdicts:
+            self.after[f"{m.kernel}/{m.case_id}"] = m
+        for cid in mine:
+            expect[cid] = moved[cid][1].config
+
+    def _reject(self, s: Slot, stage: str, cfg, why: str, final: bool = True, decision: Decision | None = None) -> None:  # noqa: ANN001
+        entry: dict[str, Any] = {"slot": s.name, "stage": stage, "config": cfg, "why": why}
+        if decision is not None:
+            entry["cases"] = [_measured_row(m, v) for m, v in decision.verdicts]
+        self.rejected.append(entry)
+        if stage == "guard" and cfg is not None and s.candidates and s.candidates[0] == cfg:
+            s.candidates.pop(0)
+            final = not s.candidates
+        if final:
+            s.outcome, s.why = "rejected", why
+
+    def _fixed_elsewhere(self, s: Slot) -> bool:
+        done = [self.after.get(c.key) for c in s.targets]
+        if all(
+            m is not None and m.tot_new is not None and not slower(m.golden_old, m.tot_new, self.rule) for m in done
+        ):
+            s.outcome, s.why = "fixed elsewhere", "every regressed case was fixed by a change kept for another slot"
+            return True
+        return False
+
+    # ------------------------------------------------------------------------------------------- output
+    def write(self) -> dict[str, Path]:
+        """The changed files to DIR/configs/ (and in place unless --dry-run), and DIR/retune.diff."""
+        out = self.opts.out
+        changed = {n: t for n, t in self.state.items() if self.original.get(n) != t}
+        for name, text in changed.items():
+            write_text(out / "configs" / name, text)
+        if not self.opts.dry_run and changed:
+            live = I.snapshot(self.config_dir)
+            moved = [n for n in changed if live.get(n) != self.original.get(n)]
+            if moved:
+                raise HarnessError(
+                    f"{self.config_dir / moved[0]}: changed while the retune ran; the new files are in {out / 'configs'}"
+                )
+            for name, text in changed.items():
+                write_text(self.config_dir / name, text)
+        where = self.config_dir if not self.opts.dry_run else out / "configs"
+        diff, folder = [], _shown(self.config_dir)
+        for name in sorted(changed):
+            old = self.original.get(name, "")
+            diff += difflib.unified_diff(
+                old.splitlines(keepends=True),
+                changed[name].splitlines(keepends=True),
+                f"a/{folder}/{name}" if name in self.original else "/dev/null",
+                f"b/{folder}/{name}",
+            )
+        write_text(out / "retune.diff", "".join(diff))
+        return {"files": where, "diff": out / "retune.diff", **{n: where / n for n in changed}}
+
+    def summary(self, slots: list[Slot], written: dict[str, Path]) -> dict[str, Any]:
+        """The report's data (report.py renders it; retune.json keeps it)."""
+        verdict = self._final_verdicts()
+        return {
+            "compare": str(self.opts.compare),
+            "rule": self.rule.describe(),
+            "golden": {"env": self.golden.spec.name, "triton": self.golden.triton},
+            "tot": {"env": self.tot.spec.name, "triton": self.tot.triton},
+            "gpu": self.gpu_name,
+            "arch": self.arch,
+            "dry_run": self.opts.dry_run,
+            "written_to": str(written["files"]),
+            "files": sorted(n for n in written if n not in ("files", "diff")),
+            "budget_min": self.opts.budget_min,
+            "kernels": self._kernel_rows(verdict),
+            "kept": [_change_row(c) for c in self.kept],
+            "rejected": [_plain(r) for r in self.rejected],
+            "left": self._left(slots, verdict),
+            "slots": [_slot_row(s) for s in slots],
+            "cost": self._cost_row(slots),
+            "notes": self.notes,
+        }
+
+    def _final_verdicts(self) -> dict[str, str]:
+        """Each case's verdict after the retune: the guard's for a case a kept change moved, the search's for a
+        regressed case whose config is no regression now, COMPARE's for the rest."""
+        verdict = {c.key: c.verdict for c in self.cases}
+        verdict.update(self.after_verdict)
+        verdict.update({cid: _verdict(m, self.rule) for cid, m in self.after.items()})
+        return verdict
+
+    def _kernel_rows(self, verdict: dict[str, str]) -> list[dict[str, Any]]:
+        rows = []
+        for k in dict.fromkeys(c.case.name for c in self.cases):
+            mine = [c for c in self.cases if c.case.name == k]
+            rows.append(
+                {
+                    "kernel": k,
+                    "cases": len(mine),
+                    "regressions_before": sum(c.verdict == "regression" for c in mine),
+                    "regressions_after": sum(verdict[c.key] == "regression" for c in mine),
+                    "failed_before": sum(c.verdict == "failed_in_tot" for c in mine),
+                    "failed_after": sum(verdict[c.key] == "failed_in_tot" for c in mine),
+                }
+            )
+        return rows
+
+    def _left(self, slots: list[Slot], verdict: dict[str, str]) -> list[dict[str, Any]]:
+        """The regressions and TOT failures no change removed, each with why."""
+        left = []
+        for s in slots:
+            for c in s.targets:
+                if verdict[c.key] not in I.TARGETS:
+                    continue
+                m = self.after.get(c.key)
+                why = f"the change kept for {s.name} left it: {judge(m, self.rule).why}" if m else s.why
+                left.append({"case": c.key, "verdict": verdict[c.key], "delta_pct": c.delta_pct, "why": why})
+        return left
+
+    def _cost_row(self, slots: list[Slot]) -> dict[str, Any]:
+        cost = self.measurer.cost
+        return {
+            "compiled": cost.compiled,
+            "timed": cost.timed,
+            "failed": cost.failed,
+            "from_cache": cost.cached,
+            "pruned": sum(len(s.search.pruned) for s in slots if s.search),
+            "configs_searched": sum(s.search.timed for s in slots if s.search),
+            "runs": cost.runs,
+            "minutes": {k: round(v / 60, 3) for k, v in cost.seconds.items()},
+            "total_min": round(cost.minutes, 3),
+        }
+
+
+def _shown(folder: Path) -> str:
+    """The config folder as the diff names it: relative to here when inside it (``git apply`` from the repo's
+    root takes it as is), else absolute."""
+    rel = os.path.relpath(folder)
+    return str(folder.resolve()).lstrip("/") if rel.startswith("..") else rel
+
+
+def _slot_row(s: Slot) -> dict[str, Any]:
+    """A slot's search path (each move: its level and what it changed), its outcome and why."""
+    path, prev = [], s.seed
+    for level, cfg in s.search.moves if s.search else []:
+        path.append({"level": level, "change": diff_text(prev, cfg), "config": cfg})
+        prev = cfg
+    return {
+        "slot": s.name,
+        "targets": [c.key for c in s.targets],
+        "seed": s.seed,
+        "moves": path,
+        "searched": s.search.timed if s.search else 0,
+        "ended": s.search.done if s.search else "",
+        "outcome": s.outcome,
+        "why": s.why,
+    }
+
+
+def _verdict(m: Measured, rule: Rule) -> str:
+    if m.tot_new is None:
+        return "failed_in_tot"
+    if m.golden_old is None:
+        return "ok"
+    return str(timed_verdicts(np.array([m.golden_old]), np.array([m.tot_new]), rule)[0])
+
+
+def _measured_row(m: Measured, v) -> dict[str, Any]:  # noqa: ANN001
+    return {
+        "case": f"{m.kernel}/{m.case_id}",
+        "golden_old": m.golden_old,
+        "tot_old": m.tot_old,
+        "golden_new": m.golden_new,
+        "tot_new": m.tot_new,
+        "verdict": v.kind,
+        "why": v.why,
+    }
+
+
+def _change_row(c: Change) -> dict[str, Any]:
+    return {
+        "slot": c.slot,
+        "kind": c.kind,
+        "file": c.file,
+        "bucket": c.bucket,
+        "old": c.old,
+        "new": c.new,
+        "change": diff_text(c.old, c.new),
+        "why": c.decision.why,
+        "cases": [_measured_row(m, v) for m, v in c.decision.verdicts],
+    }
+
+
+def _plain(r: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(r, default=str))
+
+
+def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
+    """Run a retune into ``opts.out`` (locked while it runs); returns the report's data, also written to
+    DIR/retune.json, DIR/retune.md and DIR/retune.html."""
+    from harness.retune.report import write_reports
+
+    if not opts.budget_min > 0:
+        raise HarnessError(f"--budget-min {opts.budget_min:g}: expected a number of minutes > 0")
+    if opts.out.exists() and not opts.out.is_dir():
+        raise HarnessError(f"--out {opts.out}: is a file, expected a folder")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    with lock_output(opts.out / "retune"):
+        r = Retune(opts, log, bars)
+        r.open()
+        slots = r.slots()
+        log(f"{sum(len(s.targets) for s in slots)} regressed or failed cases in {len(slots)} slots")
+        r.search(slots)
+        r.check_golden(slots)
+        r.guard(slots)
+        written = r.write()
+        data = r.summary(slots, written)
+        write_reports(data, opts.out)
+        r._save_cost(r.measurer.cost, finished=True)
+    return data

@@ -1,0 +1,65 @@
+"""harness/retune/measure.py: candidates timed by `harness run`'s own machinery, through the cache; a guard's four
+measurements interleaved, each worker resolving its case's config from the files it is pointed at."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from harness.inputs.env import load_env_spec
+from harness.inputs.kernel import load_kernel
+from harness.inputs.suite import Case
+from harness.retune.cache import Cache
+from harness.retune.configtext import replace_bucket
+from harness.retune.measure import GuardCase, Item, Measurer, Stack
+from harness.run.options import RunOptions
+from tests.conftest import DATA
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def measurer(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    spec = load_env_spec(DATA / "cpu-env.yaml")
+    stacks = {s: Stack(s, spec, "3.9.0", f"{s} stack", "cpu") for s in ("golden", "tot")}
+    opts = RunOptions(launches=1, heat_s=0, timing="wallclock")
+    return Measurer(tmp_path / "out", stacks, Cache(tmp_path / "out" / "cache.jsonl"), opts)
+
+
+def toy(m: int, n: int) -> Case:
+    k = load_kernel(str(DATA / "retune_kernel.py"))
+    return Case(k, k.spec.case_params({"M": m, "N": n}, "test"))
+
+
+def test_a_batch_is_timed_once_then_read_from_the_cache(measurer):
+    fast, slow = {"BLOCK_N": 64, "SPLIT": 1, "num_warps": 1}, {"BLOCK_N": 16, "SPLIT": 1, "num_warps": 1}
+    items = [Item(toy(32, 16), fast), Item(toy(32, 16), slow), Item(toy(32, 16), {**fast, "BLOCK_N": 128})]
+    measurer.batch("tot", items, DATA / "retune_configs", "search")
+    t = {it.config["BLOCK_N"]: measurer.lookup(it.case, it.config, "tot") for it in items}
+    assert t[64].status == "ok" and t[16].status == "ok" and t[16].time_us > 2 * t[64].time_us  # 8 vs 3 units
+    assert t[128].status == "compile_error" and "out of resource" in t[128].error
+    assert (measurer.cost.runs, measurer.cost.timed, measurer.cost.failed) == (1, 2, {"compile_error": 1})
+    measurer.batch("tot", items, DATA / "retune_configs", "search")
+    assert measurer.cost.runs == 1 and measurer.cost.cached == 3
+    assert measurer.lookup(items[0].case, fast, "golden") is None  # another stack: not timed yet
+
+
+def test_a_guard_measures_the_files_it_is_given(measurer, tmp_path):
+    new = tmp_path / "new"
+    shutil.copytree(DATA / "retune_configs", new)
+    f = new / "interp-RETUNE-TOY.json"
+    f.write_text(replace_bucket(f.read_text(), "any", {"BLOCK_N": 64, "SPLIT": 1, "num_warps": 1}))
+    old_cfg, new_cfg = {"BLOCK_N": 16, "SPLIT": 1, "num_warps": 1}, {"BLOCK_N": 64, "SPLIT": 1, "num_warps": 1}
+    g = GuardCase(toy(32, 16), old_cfg, old_cfg, new_cfg)
+    dirs = {"golden_old": DATA / "retune_configs", "tot_old": DATA / "retune_configs", "golden_new": new,
+            "tot_new": new}  # fmt: skip
+    m = measurer.guard([g], dirs)["retune_toy/M32_N16"]
+    assert m.status == ("ok", "ok", "ok", "ok") and m.tot_old > 2 * m.tot_new
+    assert measurer.cost.runs == 1 and len(list((tmp_path / "out" / "runs").glob("guard-*-tot_new.csv"))) == 1
+    assert measurer.guard([g], dirs)["retune_toy/M32_N16"] == m and measurer.cost.runs == 1  # cached
+    wrong = GuardCase(toy(32, 16), old_cfg, old_cfg, {**new_cfg, "num_warps": 2})  # not what the files give
+    with pytest.raises(RuntimeError, match="the worker resolved"):
+        measurer.guard([wrong], dirs)
