@@ -36,7 +36,7 @@ def test_the_rule_is_kernels_config_resolve_on_every_shipped_file():
             continue
         for arch, m, n, k in itertools.product(("sm90", "gfx942", "interp"), (1, 16, 100, 256, 5000), (128, 512, 8192),
                                                (128, 512, 8192)):  # fmt: skip
-            params = {"M": m, "N": n, "K": k, "S": m, "D": 128, "causal": True}
+            params = {"M": m, "N": n, "K": k, "S": m, "D": 128, "causal": True, "W": 1}
             key = spec.config.file_key(params)
             mine = resolve(files, Lookup(spec.config.family, arch, key, spec.config.bucket, m))
             real = lookup_rule(spec.config.family, arch, m, key, spec.config.bucket, directory=CONFIG_DIR)
