@@ -29,6 +29,7 @@
 #                                                      history: ROUNDS (default 4) of golden + TOT interleaved,
 #                                                        each run and comparison --record'ed into
 #                                                        RESULTS/history/history.sqlite, then its tables and report
+#                                                      multigpu-w1: gemm_all_scatter and its baselines at W = 1
 #                                                      retune: harness retune of COMPARE within BUDGET minutes
 #                                                        into RESULTS/retune (cut: run it again, it resumes)
 #                                                      after: golden and TOT interleaved with the retuned
@@ -361,6 +362,24 @@ PY
         | tee "$A/compare.txt" | tail -25 || true
       h explain "$A/compare.csv" --out "$A/explain" --limit 30 2>&1 | tail -2 || true
       h report --compare "$A/compare.csv" --out "$A/report" --retune "$R/retune/retune.json" 2>&1 | tail -1 || true
+      ;;
+    multigpu-w1)  # the multi-GPU kernel (gemm_all_scatter) and its baselines at W = 1 on one GPU: golden and TOT
+                  # interleaved through the harness (FILTER: a few cases of suites/multigpu.yaml), then the torchrun
+                  # smoke of benchmarks/gpu_validation/multigpu_smoke.py under each stack: RESULTS/multigpu-w1/
+      M="$R/multigpu-w1"; mkdir -p "$M"
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      stamp "multigpu W=1 start"
+      hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
+        --suite suites/multigpu.yaml --filter "${FILTER:-^(?!.*_W[0-9]).*/M(16|1024)_N4096_K14336}" --resume 2>&1 | tail -3
+      h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" >"$M/compare.txt" 2>&1 || true
+      tail -20 "$M/compare.txt"
+      for s in golden tot; do
+        if [ $s = golden ]; then py=python3; else py=tot_py; fi
+        $py -m torch.distributed.run --standalone --nproc-per-node 1 benchmarks/gpu_validation/multigpu_smoke.py \
+          --reps 20 --filter 'M(1|1024)_N4096_K14336' >"$M/smoke-$s.txt" 2>&1 || echo "smoke $s: exit $?"
+        tail -12 "$M/smoke-$s.txt"
+      done
+      stamp "multigpu W=1 end"
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
