@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -162,11 +162,9 @@ class Measurer:
         manifest = self._manifest(name, [[it.case.key, it.config] for it, _ in todo.values()])
         spec = with_configs(self.stacks[stack].spec, configs)
         out = self.runs_dir / f"{name}.csv"
-        t0 = time.monotonic()
-        with self._bars([f"{phase} {stack}"]) as bar:
+        with self._bars([f"{phase} {stack}"]) as bar, self._clock(phase):
             progress = (lambda label, i, n: bar(0, label, i, n)) if bar else None
             run_suite(spec, cases, out, self.opts, progress=progress, suite_name=str(manifest))
-        took = time.monotonic() - t0
         rows = load_results(out).to_dict("records")
         by_id = {f"{r['kernel']}/{r['case_id']}": r for r in rows}
         entries = []
@@ -178,7 +176,6 @@ class Measurer:
             entries.append(_entry(key, row))
         self.cost.add_rows([e.status for e in entries])
         self.cache.add(entries)
-        self._spent(phase, took)
 
     # -------------------------------------------------------------------------------------------- guard
     def guard(self, cases: list[GuardCase], dirs: dict[str, Path], phase: str = "guard") -> dict[str, Measured]:
@@ -201,10 +198,8 @@ class Measurer:
         manifest = self._manifest(name, [[g.case.key, g.golden_old, g.tot_old, g.new] for g in need])
         runs = [(with_configs(self.stacks[_stack(r)].spec, dirs[r]), self.runs_dir / f"{name}-{r}.csv") for r in ROLES]
         cases = [g.case for g in need]
-        t0 = time.monotonic()
-        with self._bars([r.replace("_", " ") for r in ROLES]) as bar:
+        with self._bars([r.replace("_", " ") for r in ROLES]) as bar, self._clock(phase):
             run_interleaved(runs, cases, self.opts, progress=bar, suite_name=str(manifest), warn=lambda m: None)
-        took = time.monotonic() - t0
         entries = []
         for role, (_, out) in zip(ROLES, runs):
             rows = {r["case_id"]: r for r in load_results(out).to_dict("records")}
@@ -218,7 +213,6 @@ class Measurer:
                 entries.append(_entry(self.key(g.case, g.config(role), _stack(role), _tag(g, role)), row))
         self.cost.add_rows([e.status for e in entries])
         self.cache.add(entries)
-        self._spent(phase, took)
 
     # ------------------------------------------------------------------------------------------ helpers
     def _manifest(self, name: str, body: list[Any]) -> Path:
@@ -228,11 +222,18 @@ class Measurer:
             write_text(p, json.dumps(body, indent=1, default=str) + "\n")
         return p.resolve()
 
-    def _spent(self, phase: str, seconds: float) -> None:
-        self.cost.runs += 1
-        self.cost.seconds[phase] = self.cost.seconds.get(phase, 0.0) + seconds
-        if self.progress:
-            self.progress(self.cost)
+    @contextmanager
+    def _clock(self, phase: str) -> Iterator[None]:
+        """Charge a run's wall time (compiling included: the GPU is held all the while) to ``phase``, also when
+        it is cut: a retune killed or cut by a deadline again and again must still see its budget run out."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.cost.runs += 1
+            self.cost.seconds[phase] = self.cost.seconds.get(phase, 0.0) + time.monotonic() - t0
+            if self.progress:
+                self.progress(self.cost)
 
     def _bars(self, names: list[str]) -> AbstractContextManager:
         return self.bars(names) if self.bars else nullcontext(None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import time
 
 import pytest
 
@@ -63,3 +64,25 @@ def test_a_guard_measures_the_files_it_is_given(measurer, tmp_path):
     wrong = GuardCase(toy(32, 16), old_cfg, old_cfg, {**new_cfg, "num_warps": 2})  # not what the files give
     with pytest.raises(RuntimeError, match="the worker resolved"):
         measurer.guard([wrong], dirs)
+
+
+def test_a_cut_run_still_costs_its_time(measurer, monkeypatch):
+    """A batch cut by a deadline (SIGTERM unwinds as an exception) charges what it ran to the budget and saves it,
+    so that a retune cut again and again in the same place still reaches the end of its budget."""
+    import harness.retune.measure as measure
+
+    class Cut(Exception):
+        pass
+
+    def cut(*a, **kw):
+        time.sleep(0.2)
+        raise Cut
+
+    saved = []
+    measurer.progress = lambda cost: saved.append(dict(cost.seconds))
+    monkeypatch.setattr(measure, "run_suite", cut)
+    with pytest.raises(Cut):
+        measurer.batch("tot", [Item(toy(32, 16), {"BLOCK_N": 64, "SPLIT": 1, "num_warps": 1})],
+                       DATA / "retune_configs", "search")  # fmt: skip
+    assert measurer.cost.runs == 1 and measurer.cost.seconds["search"] >= 0.2
+    assert saved and saved[-1]["search"] >= 0.2
