@@ -102,24 +102,53 @@ def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
     return torch.where((codes & 8) != 0, -mag, mag)
 
 
+#: rows × K elements (de)quantized at once: the encode's temporaries are many times the input's size, and a worker
+#: shares its GPU with the other stacks' workers (a 16×8192×8192 weight needs 4 GiB as float32, its encode several
+#: times that)
+MXFP4_CHUNK = 1 << 26
+
+
+def _row_chunks(n_rows: int, k: int) -> list[slice]:
+    step = max(1, MXFP4_CHUNK // max(k, 1))
+    return [slice(i, i + step) for i in range(0, n_rows, step)]
+
+
 def mxfp4_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(..., K) float → packed e2m1 (..., K/2) uint8 (low nibble = even k) and e8m0 scales (..., K/32)."""
     *lead, K = x.shape
-    g = x.float().reshape(*lead, K // MXFP4_GROUP, MXFP4_GROUP)
+    flat = x.reshape(-1, K)
+    packed = torch.empty((flat.shape[0], K // 2), dtype=torch.uint8, device=x.device)
+    scales = torch.empty((flat.shape[0], K // MXFP4_GROUP), dtype=torch.uint8, device=x.device)
+    for rows in _row_chunks(flat.shape[0], K):
+        packed[rows], scales[rows] = _mxfp4_quantize_rows(flat[rows])
+    return packed.reshape(*lead, K // 2), scales.reshape(*lead, K // MXFP4_GROUP)
+
+
+def _mxfp4_quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n, K = x.shape
+    g = x.float().reshape(n, K // MXFP4_GROUP, MXFP4_GROUP)
     e = mxfp4_scale_exponent(g.abs().amax(dim=-1))
     inv = ((254 - e) << 23).view(torch.float32)  # 2**(127 - e), exact
-    codes = e2m1_encode(g * inv.unsqueeze(-1)).reshape(*lead, K)
-    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
-    return packed.contiguous(), e.to(torch.uint8).contiguous()
+    codes = e2m1_encode(g * inv.unsqueeze(-1)).reshape(n, K)
+    return codes[:, 0::2] | (codes[:, 1::2] << 4), e.to(torch.uint8)
 
 
 def mxfp4_dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`mxfp4_quantize`, in float32."""
     *lead, Kh = packed.shape
-    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(*lead, Kh * 2)
-    vals = e2m1_decode(codes).reshape(*lead, Kh * 2 // MXFP4_GROUP, MXFP4_GROUP)
+    flat, fs = packed.reshape(-1, Kh), scales.reshape(-1, scales.shape[-1])
+    out = torch.empty((flat.shape[0], Kh * 2), dtype=torch.float32, device=packed.device)
+    for rows in _row_chunks(flat.shape[0], Kh * 2):
+        out[rows] = _mxfp4_dequantize_rows(flat[rows], fs[rows])
+    return out.reshape(*lead, Kh * 2)
+
+
+def _mxfp4_dequantize_rows(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    n, Kh = packed.shape
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(n, Kh * 2)
+    vals = e2m1_decode(codes).reshape(n, Kh * 2 // MXFP4_GROUP, MXFP4_GROUP)
     scale = ((scales.to(torch.int32)) << 23).view(torch.float32)  # 2**(e - 127)
-    return (vals * scale.unsqueeze(-1)).reshape(*lead, Kh * 2)
+    return (vals * scale.unsqueeze(-1)).reshape(n, Kh * 2)
 
 
 @triton.jit

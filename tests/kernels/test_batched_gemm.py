@@ -128,3 +128,14 @@ def test_mxfp4_round_trip_and_scale_rule():
         6.0,
         -6.0,
     ]
+
+
+def test_mxfp4_in_row_chunks_is_the_same_as_at_once(monkeypatch):
+    """Big weights are (de)quantized a few rows at a time (bounded temporaries on a shared GPU): same bits."""
+    x = torch.randn(3, 5, 128) * torch.logspace(-2, 2, 128)
+    whole = C.mxfp4_quantize(x)
+    back = C.mxfp4_dequantize(*whole)
+    monkeypatch.setattr(C, "MXFP4_CHUNK", 2 * 128)  # two rows a chunk: 8 chunks, the last one short
+    q, s = C.mxfp4_quantize(x)
+    assert torch.equal(q, whole[0]) and torch.equal(s, whole[1]) and q.shape == (3, 5, 64)
+    assert torch.equal(C.mxfp4_dequantize(q, s), back)
