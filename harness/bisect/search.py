@@ -7,7 +7,9 @@ The rule is the comparison's (harness.compare.rule): bad iff release > rel × go
 fastest and its fastest against golden's slowest give the same verdict, and neither side's reps were
 ``unstable``. A (case, release) is decided by one clean measurement, or by its last two measurements agreeing
 with at least one of them clean; otherwise it is ``noisy`` and measured again (up to a limit), then reported as
-noisy. A failure (compile error, crash, wrong answer) or a skip under the release is a state of its own.
+noisy. A failure (compile error, crash, wrong answer) or a skip under the release is a state of its own — unless
+golden failed in the same run too, or the error says the GPU ran out of memory (the stacks' workers share it): that
+is the measurement's failure, read as unknown and measured again.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ class Reading:
     why: str = ""
 
 
+#: failures that say the measuring machine ran out of something (workers of every stack share one GPU)
+RESOURCE_FAILURES = ("out of memory", "outofmemoryerror", "cuda_error_out_of_memory")
+
+
+def is_resource_failure(error: str) -> bool:
+    """A failure that says the measuring machine, not the release, ran out of something."""
+    low = error.lower()
+    return any(w in low for w in RESOURCE_FAILURES)
+
+
 def _bad(golden_us: float, release_us: float, rule: Rule) -> bool:
     return timed_verdicts(np.array([golden_us]), np.array([release_us]), rule)[0] == "regression"
 
@@ -58,7 +70,11 @@ def read(m: Measurement, rule: Rule) -> Reading:
     if m.release_status == "skipped":
         return Reading("skipped", True, m.error or "skipped under this release")
     if m.release_status not in TIMED or m.release_us is None:
-        return Reading("failed", True, f"{m.release_status}: {m.error}".rstrip(": "))
+        why = f"{m.release_status}: {m.error}".rstrip(": ")
+        if m.golden_status not in TIMED or is_resource_failure(m.error):
+            # the machine's failure, not the release's: measured again, never a culprit by itself
+            return Reading("unknown", False, f"not the release's failure ({why[:160]})")
+        return Reading("failed", True, why)
     if m.golden_status not in TIMED or m.golden_us is None:
         return Reading("unknown", False, f"golden {m.golden_status}")
     bad = _bad(m.golden_us, m.release_us, rule)
