@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from harness.envs.bundle import DEFAULT_PART_MB
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -142,9 +143,9 @@ def env_pack(
         float,
         typer.Option(
             "--part-mb",
-            help="largest part, MiB (each part in its own folder; 40: one part and this repository fit a 64 MiB upload)",
+            help="largest part, MiB (each part in its own folder; 32: one part and this repository fit a 64 MiB upload)",
         ),
-    ] = 40.0,
+    ] = DEFAULT_PART_MB,
     python: Annotated[
         str | None, typer.Option("--python", help="the node's Python, MAJOR.MINOR (default: this one's)")
     ] = None,
