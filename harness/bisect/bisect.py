@@ -34,6 +34,7 @@ from harness.errors import HarnessError
 from harness.inputs.env import EnvSpec, check_venv, create_env, load_env_spec, probe, release_env
 from harness.inputs.envschema import same_version
 from harness.inputs.suite import Case, load_suite
+from harness.results.cells import number
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.options import RunOptions
@@ -383,17 +384,9 @@ def _tot_from_comparison(plan: Plan, res: Outcome) -> None:
         st = state.get(str(rec["verdict"]), "good")
         res.states[(k, tot.key)] = st
         res.readings[(k, tot.key)] = [Reading(st if st != "good" else "good", True, "the comparison's verdict")]
-        m = Measurement(_num(rec.get("golden_us")), _num(rec.get("tot_us")), str(rec.get("golden_status") or "ok"),
+        m = Measurement(number(rec.get("golden_us")), number(rec.get("tot_us")), str(rec.get("golden_status") or "ok"),
                         str(rec.get("tot_status") or "ok"))  # fmt: skip
         res.measurements[(k, tot.key)] = [(0, m)]
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f else None
 
 
 # ------------------------------------------------------------------------------------------ culprit steps

@@ -16,6 +16,7 @@ from harness.bisect.bisect import Outcome, Plan, sidecar_gpu
 from harness.bisect.search import STATES, Measurement, Reading, lean
 from harness.compare.store import write_csv
 from harness.fsutil import write_bytes, write_text
+from harness.results.cells import number
 
 MARK = {"good": "✓", "bad": "✗", "noisy": "~", "failed": "!", "skipped": "–"}
 COLORS = {"good": "#2ca02c", "bad": "#d62728", "noisy": "#ff7f0e", "failed": "#8c1c13", "skipped": "#aec7e8"}
@@ -114,7 +115,7 @@ def markdown(res: Outcome) -> str:
     rows = []
     for rec, c in zip(plan.targets.to_dict("records"), plan.cases):
         h = res.histories[c.key]
-        rows.append([f"`{c.key}`", _pct(_num(rec.get("delta_pct"))), h.culprit.text() if h.culprit else "—", h.text])
+        rows.append([f"`{c.key}`", _pct(number(rec.get("delta_pct"))), h.culprit.text() if h.culprit else "—", h.text])
     out += _md_table(["case", "TOT vs golden (comparison)", "culprit", "history"], rows, {1})
     out += ["", _tally(res)]
     out += ["", "## Steps", ""]
@@ -131,14 +132,6 @@ def markdown(res: Outcome) -> str:
 
 def _n(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f else None
 
 
 def _intro(res: Outcome) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.history.schema import RESULT_FLOAT, RESULT_INT, RESULT_TEXT, VERDICT_FLOAT, VERDICT_TEXT
+from harness.results.cells import number
 
 #: tags are words: letters, digits and ``-_.:/`` (stored comma-joined, sorted)
 TAG_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
@@ -66,14 +66,6 @@ def _text(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def run_record(
     df: pd.DataFrame,
     path: Path,
@@ -118,13 +110,13 @@ def run_record(
         "torch_version": _text(dig(env, "torch", "version")),
         "gpu_runtime": _text(dig(env, "torch", "gpu_runtime")),
         "python_version": _text(dig(env, "python", "version")),
-        "sm_clock_mhz": _num(before.get("sm_clock_mhz")),
-        "mem_clock_mhz": _num(before.get("mem_clock_mhz")),
+        "sm_clock_mhz": number(before.get("sm_clock_mhz")),
+        "mem_clock_mhz": number(before.get("mem_clock_mhz")),
         "launch_gap": _text(env.get("launch_gap")),
         "placement": _text(env.get("placement")),
         "move_inputs": env.get("move_inputs") if isinstance(env.get("move_inputs"), bool) else None,
-        "launches_per_rep": int(env["launches_per_rep"]) if _num(env.get("launches_per_rep")) is not None else None,
-        "reps": int(reps) if _num(reps) is not None else None,
+        "launches_per_rep": int(env["launches_per_rep"]) if number(env.get("launches_per_rep")) is not None else None,
+        "reps": int(reps) if number(reps) is not None else None,
         "knobs": json.dumps(env.get("knobs"), sort_keys=True) if env.get("knobs") is not None else None,
         "git_commit": commit or _text(env.get("git_commit") or dig(env, "git", "commit")),
         "sidecar": json.dumps(env, sort_keys=True, default=str),

@@ -21,6 +21,7 @@ from harness.errors import HarnessError
 from harness.inputs.env import check_venv, load_env_spec
 from harness.inputs.kernel import Kernel, load_kernel, registry
 from harness.inputs.suite import Case, config_files
+from harness.results.cells import number
 from harness.results.load import params_of
 from harness.retune.measure import Stack
 from harness.retune.placement import Lookup, Where, resolve
@@ -60,14 +61,6 @@ class CaseInfo:
     def severity(self) -> float:
         """How bad: a TOT failure first, then the largest slowdown."""
         return math.inf if self.verdict == "failed_in_tot" else (self.delta_pct or 0.0)
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def kernel_sources(cmp: Comparison) -> dict[str, str]:
@@ -133,7 +126,7 @@ def _case_info(row: dict[str, Any], k: Kernel, files: dict[str, str], arch: str)
     where = resolve(files, lookup)
     if where is None:
         return f"{case.key}: no config file of {lk.family} for {arch} resolves it: left alone"
-    times = (_num(row.get(c)) for c in ("golden_us", "tot_us", "delta_pct"))
+    times = (number(row.get(c)) for c in ("golden_us", "tot_us", "delta_pct"))
     return CaseInfo(case, str(row["verdict"]), *times, lookup, where)
 
 
