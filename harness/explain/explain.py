@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.results.cells import text
 
 # ------------------------------------------------------------------------------------------ resources
 
@@ -500,7 +501,7 @@ def explain_cases(
     g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)
     t_df, t_root = _results_and_root(cmp.tot_path, compare_csv, tot_artifacts)
     for df, root, label in ((g_df, g_root, "golden"), (t_df, t_root, "TOT")):
-        if "artifacts" not in df.columns or not df["artifacts"].astype(str).str.len().any():
+        if "artifacts" not in df.columns or not text(df["artifacts"]).str.len().any():
             raise HarnessError(f"{label} results have no artifacts column: run them with `harness run --artifacts`")
         if not root.is_dir():
             raise HarnessError(f"{root}: {label} artifacts folder not found (pass --{label.lower()}-artifacts DIR)")
@@ -514,8 +515,8 @@ def explain_cases(
     else:
         table = table[table["verdict"] == "regression"]
     table = table.head(limit)
-    g_art = dict(zip(g_df["kernel"] + "/" + g_df["case_id"], g_df["artifacts"].astype(str)))
-    t_art = dict(zip(t_df["kernel"] + "/" + t_df["case_id"], t_df["artifacts"].astype(str)))
+    g_art = dict(zip(g_df["kernel"] + "/" + g_df["case_id"], text(g_df["artifacts"])))
+    t_art = dict(zip(t_df["kernel"] + "/" + t_df["case_id"], text(t_df["artifacts"])))
     out = []
     diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], list[KernelDiff]] = {}
     for rec in table.to_dict("records"):

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from harness.render.terminal import _table, kernel_keys
 from harness.render.vocabulary import LOOKS
+from harness.results.cells import text as as_text
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def print_table(
     table = _table("")
     for c in cols:
         heading = c.heading or c.name
-        width = c.min_width or (min(int(df[c.name].astype(str).str.len().max()), 24) if c.fold and len(df) else 0)
+        width = c.min_width or (min(int(as_text(df[c.name]).str.len().max()), 24) if c.fold and len(df) else 0)
         width = max(width, *(len(w) for w in heading.split())) if c.fold else None
         table.add_column(heading, justify=c.justify, overflow="fold", no_wrap=not c.fold, min_width=width)
     for rec in df[[c.name for c in cols]].itertuples(index=False, name=None):

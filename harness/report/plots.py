@@ -16,6 +16,7 @@ import pandas as pd
 from harness.render.vocabulary import LOOKS
 from harness.report.data import Run, params_frame, timed
 from harness.report.peaks import kernel_ceiling
+from harness.results.cells import joined
 from kernels.spec import config_label as _config_label
 
 #: plot colours of the verdicts a delta plot shows
@@ -247,7 +248,7 @@ def plot_scaling(d: pd.DataFrame, kernel: str) -> bytes | None:
     p = params_frame(d)
     ws_param = next((c for c in p.columns if (p[c] == d["world_size"]).all() and c != "seed"), None)
     shape = [c for c in p.columns if c not in (ws_param, "seed")]
-    d = d.assign(_ws=d["world_size"].astype(int), _shape=p[shape].astype(str).agg(" ".join, axis=1) if shape else "")
+    d = d.assign(_ws=d["world_size"].astype(int), _shape=joined(p[shape]) if shape else "")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.6))
     for shape_key, g in d.groupby("_shape"):
         g = g.groupby("_ws")["time_us"].min()  # the best config at each world size
@@ -280,7 +281,7 @@ def best_configs(df: pd.DataFrame) -> pd.DataFrame:
     if "config" not in d.columns or d.empty:
         return pd.DataFrame()
     p = params_frame(d)
-    shape = p.drop(columns=[c for c in ("seed",) if c in p.columns]).astype(str).agg(" ".join, axis=1)
+    shape = joined(p.drop(columns=[c for c in ("seed",) if c in p.columns]))
     d = d.assign(_shape=shape, cfg=d["config"].fillna("").map(config_label))
     rows = []
     for (k, sh), g in d.groupby(["kernel", "_shape"]):

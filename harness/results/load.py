@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.results import v1
+from harness.results.cells import text
 from harness.results.schema import (
     NUMBER_COLUMNS,
     REQUIRED,
@@ -76,8 +77,7 @@ NA_VALUES = ["", "nan", "NaN", "NAN", "-nan"]
 
 
 def _text(col: pd.Series) -> pd.Series:
-    col = col.fillna("").astype(str)
-    return col.str.strip()
+    return text(col).str.strip()
 
 
 def _numeric(

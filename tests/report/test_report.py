@@ -324,3 +324,20 @@ def test_a_retune_section(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(HarnessError, match="not a retune.json"):
         write_report([], tmp_path / "r", compare_csv=tmp_path / "compare.csv", retune=tmp_path / "bad.json")
+
+
+def test_best_configs_of_kernels_with_other_parameters():
+    """Kernels with different parameters in one run (the demo's CI suite): a parameter a kernel does not have is
+    missing from its shape, not "nan" (pandas 3 keeps it NaN through astype(str), which broke `make demo`)."""
+    from harness.report.plots import best_configs
+
+    rows = []
+    for cfg, t in (({"BLOCK": 32}, 10.0), ({"BLOCK": 64}, 8.0)):
+        rows.append({"kernel": "softmax", "case_id": "R4_C8", "params": json.dumps({"R": 4, "C": 8}), "t": t, "c": cfg})
+        rows.append({"kernel": "gemm", "case_id": "M1_N2_K3", "params": json.dumps({"M": 1, "N": 2, "K": 3}),
+                     "t": 2 * t, "c": cfg})  # fmt: skip
+    df = pd.DataFrame([{"kernel": r["kernel"], "case_id": r["case_id"], "params": r["params"], "status": "ok",
+                        "time_us": r["t"], "config": json.dumps(r["c"])} for r in rows])  # fmt: skip
+    best = best_configs(df).set_index("kernel")
+    assert best.loc["softmax", "shape"] == "4 8" and best.loc["gemm", "shape"] == "1 2 3"
+    assert best.loc["gemm", "best_us"] == 16.0 and (best["configs"] == 2).all()
