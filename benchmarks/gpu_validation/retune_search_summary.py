@@ -16,9 +16,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import pandas as pd
-
 from harness.compare.rule import Rule
+from harness.compare.store import load_compare
+from harness.retune.guard import slower
 
 
 def load(out: Path) -> tuple[dict, dict]:
@@ -50,10 +50,10 @@ def best(cases: list[str], seed_cfg: str, times: dict, golden: dict, rule: Rule)
     def score(cfg: str) -> tuple | None:
         if any(cfg not in times[c] for c in cases):
             return None
-        slower = sum(times[c][cfg] > rule.rel * times[c][seed_cfg] + rule.abs_us for c in cases)
-        left = sum(c in golden and times[c][cfg] > rule.rel * golden[c] + rule.abs_us for c in cases)
+        worse = sum(slower(times[c][seed_cfg], times[c][cfg], rule) for c in cases)
+        left = sum(slower(golden.get(c), times[c][cfg], rule) for c in cases)
         geo = math.exp(sum(math.log(times[c][cfg] / times[c][seed_cfg]) for c in cases) / len(cases))
-        return (slower, left, geo)
+        return (worse, left, geo)
 
     scored = [(s, cfg) for cfg in times[cases[0]] if (s := score(cfg)) is not None]
     s, cfg = min(scored)
@@ -66,23 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("compare", type=Path)
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args(argv)
-    rule = Rule()
-    cmp = pd.read_csv(a.compare)
-    reg = cmp[cmp["verdict"] == "regression"]
+    cmp = load_compare(a.compare)
+    rule, reg = cmp.rule, cmp.table[cmp.table["verdict"] == "regression"]
     golden = {f"{k}/{c}": g for k, c, g in zip(reg["kernel"], reg["case_id"], reg["golden_us"])}
     times, seed = load(a.out)
     rows, per_kernel = [], defaultdict(lambda: [0, 0, 0])
     for (kernel, nk, seed_cfg), cases in sorted(slots(seed).items()):
-        cfg, (slower, left, geo) = best(cases, seed_cfg, times, golden, rule)
+        cfg, (worse, left, geo) = best(cases, seed_cfg, times, golden, rule)
         targets = [c for c in cases if c in golden]
-        now = sum(times[c][seed_cfg] > rule.rel * golden[c] + rule.abs_us for c in targets)
+        now = sum(slower(golden[c], times[c][seed_cfg], rule) for c in targets)
         n_configs = sum(all(x in times[c] for c in cases) for x in times[cases[0]])
         per_kernel[kernel][0] += len(targets)
         per_kernel[kernel][1] += now
         per_kernel[kernel][2] += left
         change = ", ".join(f"{k} {v}→{json.loads(cfg)[k]}" for k, v in json.loads(seed_cfg).items()
                            if json.loads(cfg).get(k) != v) or "none better"  # fmt: skip
-        rows.append((kernel.replace("batched_gemm_", ""), nk, len(cases), len(targets), now, left, slower, geo,
+        rows.append((kernel.replace("batched_gemm_", ""), nk, len(cases), len(targets), now, left, worse, geo,
                      n_configs, change))  # fmt: skip
     lines = ["| kernel | N, K | cases | targets | regressed with the seed now | with the best | slower than seed |"
              " time vs seed (geo) | configs on all cases | best change |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
