@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from harness.compare.rule import Rule, timed_verdicts
+from harness.compare.rule import Rule, verdict_of
 
 #: the state of one (case, release), worst first
 STATES = ("bad", "failed", "noisy", "skipped", "good")
@@ -62,7 +60,7 @@ def is_resource_failure(error: str) -> bool:
 
 
 def _bad(golden_us: float, release_us: float, rule: Rule) -> bool:
-    return timed_verdicts(np.array([golden_us]), np.array([release_us]), rule)[0] == "regression"
+    return verdict_of(golden_us, release_us, rule) == "regression"
 
 
 def read(m: Measurement, rule: Rule) -> Reading:

@@ -93,6 +93,11 @@ def timed_verdicts(golden_us: np.ndarray, tot_us: np.ndarray, rule: Rule) -> np.
     return np.asarray(VERDICTS, dtype=object)[timed_codes(golden_us, tot_us, rule)]
 
 
+def verdict_of(golden_us: float, tot_us: float, rule: Rule) -> str:
+    """:func:`timed_verdicts` of one pair: regression | improvement | ok | ignored."""
+    return str(timed_verdicts(np.array([golden_us]), np.array([tot_us]), rule)[0])
+
+
 def _flags(flags: np.ndarray | None, like: np.ndarray) -> np.ndarray:
     return np.zeros(like.shape, dtype=bool) if flags is None else np.asarray(flags, dtype=bool)
 

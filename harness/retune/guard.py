@@ -18,12 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.compare.rule import Rule, verdict_of
 from harness.report.page import plain
-
-_REGRESSION = VERDICTS.index("regression")
 
 
 def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:
@@ -31,7 +27,7 @@ def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:
     either is missing."""
     if ref_us is None or new_us is None:
         return False
-    return int(timed_codes(np.array([ref_us]), np.array([new_us]), rule)[0]) == _REGRESSION
+    return verdict_of(ref_us, new_us, rule) == "regression"
 
 
 def pct(ref_us: float, new_us: float) -> str:

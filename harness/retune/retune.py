@@ -25,9 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from harness.compare.rule import Rule, timed_verdicts
+from harness.compare.rule import Rule, verdict_of
 from harness.compare.store import load_compare
 from harness.errors import HarnessError, did_you_mean
 from harness.fsutil import write_text
@@ -602,7 +600,7 @@ def _verdict(m: Measured, rule: Rule) -> str:
         return "failed_in_tot"
     if m.golden_old is None:
         return "ok"
-    return str(timed_verdicts(np.array([m.golden_old]), np.array([m.tot_new]), rule)[0])
+    return verdict_of(m.golden_old, m.tot_new, rule)
 
 
 def _measured_row(m: Measured, v) -> dict[str, Any]:  # noqa: ANN001
