@@ -33,7 +33,7 @@ from typing import IO, Any
 from harness.envs import bundle as B
 from harness.errors import HarnessError
 from harness.fsutil import write_text
-from harness.inputs.env import OVERLAY_MARKER
+from harness.inputs.env import OVERLAY_MARKER, read_record
 from harness.inputs.envschema import OVERLAY_ROOT, release_version, same_version
 
 Progress = Callable[[str, int, int], None]  # (what, done bytes, total bytes)
@@ -363,7 +363,7 @@ def unpack(
     dest = Path(dest) if dest is not None else default_overlay(version)
     record_path = dest / OVERLAY_MARKER
     if dest.exists():
-        old = _read_json(record_path)
+        old = read_record(record_path)
         if old and old.get("archive_sha256") == man["archive"]["sha256"]:
             log(f"{dest}: triton {version} from this bundle is unpacked there already")
             return dest, old
@@ -395,14 +395,6 @@ def unpack(
         shutil.rmtree(tmp, ignore_errors=True)
     log(f"unpacked triton {version} (Python {man['python']}) into {dest}: {files} files")
     return dest, record
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _verify_parts(man: dict[str, Any], paths: list[Path], progress: Progress) -> None:

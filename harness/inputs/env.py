@@ -172,7 +172,7 @@ def _hint(spec: EnvSpec) -> str:
 
 
 def _read_marker(vp: Path) -> dict[str, Any] | None:
-    return _read_marker_file(vp / MARKER)
+    return read_record(vp / MARKER)
 
 
 def _installed(py: str, names: list[str], env: dict[str, str]) -> dict[str, str | None]:
@@ -254,7 +254,7 @@ def check_overlay(spec: EnvSpec) -> None:
     hint = f"`harness env unpack PARTS --dest {od}` (PARTS: what `harness env pack {spec.triton}` wrote)"
     if not od.is_dir():
         raise HarnessError(f"{spec.path}: overlay {od} does not exist: unpack the release there: {hint}")
-    rec = _read_marker_file(od / OVERLAY_MARKER)
+    rec = read_record(od / OVERLAY_MARKER)
     if rec is None:
         raise HarnessError(
             f"{spec.path}: overlay {od} has no record of a completed unpack ({OVERLAY_MARKER}): unpack it with {hint}"
@@ -272,7 +272,8 @@ def check_overlay(spec: EnvSpec) -> None:
         )
 
 
-def _read_marker_file(path: Path) -> dict[str, Any] | None:
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A JSON object file harness wrote (a venv's or an overlay's record); None if absent or not one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
