@@ -307,17 +307,12 @@ def _rows(path: Path) -> dict[str, dict[str, Any]]:
     return {key_of(k, c): r for k, c, r in zip(df["kernel"], df["case_id"], df.to_dict("records"))}
 
 
-def _time(row: dict[str, Any]) -> float | None:
-    v = row.get("time_us")
-    return float(v) if v is not None and v == v else None
-
-
 def measurement(golden: dict[str, Any] | None, release: dict[str, Any] | None) -> Measurement:
     """One (case, release) from its golden and release rows of one run (a missing row: not measured)."""
     g, t = golden or {"status": "missing"}, release or {"status": "missing", "error": "no row"}
     return Measurement(
-        golden_us=_time(g),
-        release_us=_time(t),
+        golden_us=number(g.get("time_us")),
+        release_us=number(t.get("time_us")),
         golden_status=str(g.get("status")),
         release_status=str(t.get("status")),
         golden_reps=_reps(g.get("rep_times_us")),

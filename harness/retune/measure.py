@@ -22,6 +22,7 @@ from typing import Any
 from harness.fsutil import write_text
 from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
+from harness.results.cells import number
 from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
 from harness.retune.cache import Cache, Entry, Key, digest, make_key, source_hash
@@ -104,10 +105,9 @@ def with_configs(spec: EnvSpec, folder: Path) -> EnvSpec:
 
 def _entry(key: Key, row: dict[str, Any]) -> Entry:
     status = str(row.get("status") or "runtime_error")
-    t = row.get("time_us")
-    timed = status in TIMED_STATUSES and t is not None and t == t
+    t = number(row.get("time_us"))
     error = str(row.get("error") or "").strip().splitlines()
-    return Entry(key, status, float(t) if timed else None, error[0][:300] if error else "")
+    return Entry(key, status, t if status in TIMED_STATUSES else None, error[0][:300] if error else "")
 
 
 def _worker_config(row: dict[str, Any]) -> dict[str, Any] | None:
