@@ -18,21 +18,22 @@ from pathlib import Path
 
 from harness.compare.rule import Rule
 from harness.compare.store import load_compare
+from harness.retune.cache import Cache
 from harness.retune.guard import slower
+from harness.retune.space import config_key
 
 
 def load(out: Path) -> tuple[dict, dict]:
     """(case key → {config json → TOT time}) from the cache, and (case key → seed config json) from the first
     search batch (the one that times the seeds: the smallest, run first)."""
     times: dict[str, dict[str, float]] = defaultdict(dict)
-    for line in (out / "cache.jsonl").read_text().splitlines():
-        e = json.loads(line)
-        k = e["key"]
-        if k["stack"].startswith("triton") and k["tag"] == "search" and e["status"] == "ok":
-            times[f"{k['kernel']}/{k['case_id']}"][k["config"]] = float(e["time_us"])
+    for e in Cache(out / "cache.jsonl").entries.values():  # the retune's own reader: a torn last line is skipped
+        k = e.key
+        if k.stack.startswith("triton") and k.tag == "search" and e.status == "ok":
+            times[f"{k.kernel}/{k.case_id}"][k.config] = float(e.time_us)
     batches = [json.loads(p.read_text()) for p in (out / "runs").glob("search-tot-*[0-9a-f].json")]
     first = min(batches, key=len)
-    seed = {key: json.dumps(cfg, sort_keys=True, separators=(",", ":")) for key, cfg in first}
+    seed = {key: config_key(cfg) for key, cfg in first}
     return times, seed
 
 
