@@ -42,6 +42,9 @@ def case_trend(conn: Any, f: q.Filter, by: str) -> Shown:
     rows = q.results_frame(conn, f)
     if not len(rows):
         raise HarnessError("no stored row matches the filters")
+    if by == "triton":  # medians per Triton version: the verdicts, change points and notes below are not shown
+        df = q.by_triton(q.timed(rows).assign(case=rows["kernel"] + "/" + rows["case_id"]), "time_us")
+        return df, lambda con: _print_by_triton(con, df, "time_us", "median µs")
     comps = q.comparisons_frame(conn)
     verd = q.verdicts_frame(conn, comps["id"].tolist(), f)
     rows = rows.merge(q.run_verdicts(comps, verd), on=["run_id", "kernel", "case_id"], how="left")
@@ -50,9 +53,6 @@ def case_trend(conn: Any, f: q.Filter, by: str) -> Shown:
     mark = {(s.run_id, s.kernel, s.case_id): f"{s.step_pct:+.1f}%" for s in steps.itertuples(index=False)}
     rows["step"] = [mark.get((r, k, c), "") for r, k, c in zip(rows["run_id"], rows["kernel"], rows["case_id"])]
     notes = q.annotations_frame(conn, f)
-    if by == "triton":
-        df = q.by_triton(q.timed(rows).assign(case=rows["kernel"] + "/" + rows["case_id"]), "time_us")
-        return df, lambda con: _print_by_triton(con, df, "time_us", "median µs")
     cols = ["run_id", "run_at", *q.SERIES, "triton_version", "kernel", "case_id", "status", "time_us", "spread_pct"]
     df = rows[[*cols, "verdicts", "step", "tags"]]
 
@@ -88,14 +88,14 @@ def kernel_trend(conn: Any, f: q.Filter, by: str) -> Shown:
     if not len(rows):
         raise HarnessError("no stored row matches the filters")
     index = q.kernel_index(rows)
+    if by == "triton":  # medians per Triton version: no change points or notes
+        df = q.by_triton(index, "index")
+        return df, lambda con: _print_by_triton(con, df, "index", "median index")
     steps = index_steps(index)
     mark = {int(s.run_id): f"{s.step_pct:+.1f}%" for s in steps.itertuples(index=False)}
     index["step"] = index["run_id"].map(lambda r: mark.get(int(r), ""))
     notes = q.annotations_frame(conn, f)
     kernels = ", ".join(sorted(rows["kernel"].unique()))
-    if by == "triton":
-        df = q.by_triton(index, "index")
-        return df, lambda con: _print_by_triton(con, df, "index", "median index")
 
     def show(con: Console) -> None:
         con.print(f"[bold]{escape(kernels)}[/]: time relative to each case's median over these runs (1.000 = typical)")
