@@ -523,6 +523,14 @@ def retune(
         int | None, typer.Option(min=1, help="timed launches per rep (default: as harness run)")
     ] = None,
     timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
+    hints: Annotated[
+        list[Path] | None,
+        typer.Option("--hints", help="another retune's cache.jsonl (or --out): its best configs are timed first"),
+    ] = None,
+    search_min: Annotated[
+        float | None,
+        typer.Option("--search-min", help="minutes the search may start steps in (default: 60 % of the budget)"),
+    ] = None,
 ) -> None:
     """Remove TOT regressions by config changes that slow no case, golden or TOT.
 
@@ -540,6 +548,7 @@ def retune(
     con = stderr()
     run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
     opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run)
+    opts.hints, opts.search_min = list(hints or []), search_min
     data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), bars=lambda n: env_bars(con, n))
     _print_retune(data, out)
 

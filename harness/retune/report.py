@@ -66,10 +66,15 @@ def slot_rows(data: dict[str, Any]) -> list[list[Any]]:
     """Per slot: its regressed cases, the moves the search took, how many configs it timed, outcome and why."""
     rows = []
     for s in data["slots"]:
-        path = "; ".join(f"{m['change']} (level {m['level']})" for m in s["moves"]) or "stayed at the seed"
+        path = "; ".join(_move(m) for m in s["moves"]) or "stayed at the seed"
         cases = ", ".join(c.split("/", 1)[-1] for c in s["targets"])
-        rows.append([s["slot"], cases, path, s["searched"], s["outcome"] or "undecided", s["why"]])
+        timed = f"{s['searched']} ({s['hints']} hinted)" if s.get("hints") else s["searched"]
+        rows.append([s["slot"], cases, path, timed, s["outcome"] or "undecided", s["why"]])
     return rows
+
+
+def _move(m: dict[str, Any]) -> str:
+    return f"{m['change']} (" + ("a hint" if m["level"] == 0 else f"level {m['level']}") + ")"
 
 
 def cost_line(cost: dict[str, Any], budget: float) -> str:

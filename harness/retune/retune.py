@@ -32,6 +32,7 @@ from harness.fsutil import write_text
 from harness.retune import inputs as I
 from harness.retune.cache import Cache, digest
 from harness.retune.guard import Decision, Measured, decide, judge, pct, slower, us
+from harness.retune.hints import cache_file, load_hints
 from harness.retune.measure import Bars, Cost, GuardCase, Item, Measurer, Stack
 from harness.retune.placement import Option, changes, file_names, options, per_shape_text, resolve
 from harness.retune.prune import Learned, static_problem
@@ -57,6 +58,12 @@ class Options:
     budget_min: float = 30.0
     dry_run: bool = False
     run: RunOptions = field(default_factory=RunOptions)
+    hints: list[Path] = field(default_factory=list)
+    search_min: float | None = None  # default: SEARCH_SHARE of budget_min
+
+    @property
+    def search_budget(self) -> float:
+        return self.budget_min * SEARCH_SHARE if self.search_min is None else self.search_min
 
 
 def diff_text(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -149,6 +156,9 @@ class Retune:
         self.by_key = {c.key: c for c in self.cases}
         self.lookups = {c.key: c.lookup for c in self.cases}
         self._open_measurer(tinfo)
+        self.hints = load_hints(self.opts.hints, self.tot.triton)
+        if self.opts.hints:
+            self.notes.append(f"hints: {len(self.hints)} search timings of triton {self.tot.triton} read")
         self.stamp = {"triton": self.tot.triton, "gpu": self.gpu_name, "by": "harness retune"}
         self.stamp["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
@@ -210,7 +220,9 @@ class Retune:
             s = Slot(family, key, file, bucket, cases)
             if not any(c.target and (not wanted or c.case.name in wanted) for c in cases):
                 continue
-            s.search = SlotSearch(s.name, self._slot_cases(s), dict(s.seed), self._space(s), self.rule, self._pruner(s))
+            cases = self._slot_cases(s)
+            hints = self.hints.best(cases, s.seed, self.rule)
+            s.search = SlotSearch(s.name, cases, dict(s.seed), self._space(s), self.rule, self._pruner(s), hints=hints)
             found.append(s)
         return sorted(found, key=lambda s: -s.severity)
 
@@ -247,7 +259,7 @@ class Retune:
     def search(self, slots: list[Slot]) -> None:
         """Every slot's search, one TOT batch a step for all of them, while the search budget lasts (the seeds
         are always timed: without them nothing can be judged)."""
-        budget = self.opts.budget_min * SEARCH_SHARE
+        budget = self.opts.search_budget
         step = 0
         while True:
             live = [s for s in slots if s.search and s.search.wants()]
@@ -589,6 +601,7 @@ def _slot_row(s: Slot) -> dict[str, Any]:
         "seed": s.seed,
         "moves": path,
         "searched": s.search.timed if s.search else 0,
+        "hints": len(s.search.hints) if s.search else 0,
         "ended": s.search.done if s.search else "",
         "outcome": s.outcome,
         "why": s.why,
@@ -640,8 +653,12 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
 
     if not opts.budget_min > 0:
         raise HarnessError(f"--budget-min {opts.budget_min:g}: expected a number of minutes > 0")
+    if opts.search_min is not None and not 0 <= opts.search_min <= opts.budget_min:
+        raise HarnessError(f"--search-min {opts.search_min:g}: expected minutes from 0 to --budget-min")
     if opts.out.exists() and not opts.out.is_dir():
         raise HarnessError(f"--out {opts.out}: is a file, expected a folder")
+    for path in opts.hints:
+        cache_file(path)
     opts.out.mkdir(parents=True, exist_ok=True)
     with lock_output(opts.out / "retune"):
         r = Retune(opts, log, bars)

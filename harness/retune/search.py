@@ -10,6 +10,10 @@ A config's score, smallest best: (cases it makes slower than the seed by the rul
 regressed against COMPARE's golden time, geometric mean of its time over the seed's). A config that fails on any
 case of the slot has no score. A move is taken only when it is better by the rule's own margin (``rel``), so
 timing noise does not walk the search around.
+
+Hints (``--hints``: the best configs of another retune's timings, e.g. on another GPU of the same model) are timed
+here with the seed in the first step, and the best of them, if better by the margin, is where the neighbour search
+starts (a move of level 0). Their times elsewhere only choose them; what decides is their time here.
 """
 
 from __future__ import annotations
@@ -54,6 +58,30 @@ class Score:
         return self.geo * rel < other.geo
 
 
+def score(
+    cases: list[SlotCase],
+    seed_times: Mapping[str, float | None],
+    config: Mapping[str, Any],
+    time_of: TimeOf,
+    rule: Rule,
+) -> Score | None:
+    """``config``'s score over ``cases`` against the seed's times (None: it failed or was not timed on one)."""
+    worse = unfixed = 0
+    logs = []
+    for c in cases:
+        got = time_of(c.case_id, config)
+        t = got[1] if got else None
+        if t is None or t <= 0:
+            return None
+        base = seed_times.get(c.case_id)
+        worse += slower(base, t, rule)
+        if c.target and (c.golden_us is None or slower(c.golden_us, t, rule)):
+            unfixed += 1
+        ref = base or c.golden_us or t
+        logs.append(math.log(t / ref))
+    return Score(worse, unfixed, math.exp(sum(logs) / len(logs)))
+
+
 @dataclass
 class SlotSearch:
     name: str
@@ -69,30 +97,28 @@ class SlotSearch:
     pruned: dict[str, str] = field(default_factory=dict)
     current: dict[str, Any] | None = None
     level: int = 1
-    moves: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (level, config moved to)
+    moves: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (level, config moved to); level 0: a hint
     pending: list[dict[str, Any]] = field(default_factory=list)
     done: str = ""  # why the search ended ('' while it goes on)
     seed_times: dict[str, float | None] = field(default_factory=dict)
+    #: configs timed with the seed in the first step (--hints: the best of another retune's timings)
+    hints: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.pending = [dict(self.seed)]
+        for cfg in self.hints:
+            key = config_key(cfg)
+            if any(config_key(p) == key for p in self.pending):
+                continue
+            why = next((w for c in self.cases if (w := self.prune(c.case_id, cfg))), None)
+            if why:
+                self.pruned[key], self.configs[key] = why, dict(cfg)
+            else:
+                self.pending.append(dict(cfg))
 
     # ------------------------------------------------------------------------------------------ scoring
     def _score(self, config: Mapping[str, Any], time_of: TimeOf) -> Score | None:
-        worse = unfixed = 0
-        logs = []
-        for c in self.cases:
-            got = time_of(c.case_id, config)
-            t = got[1] if got else None
-            if t is None or t <= 0:
-                return None
-            base = self.seed_times.get(c.case_id)
-            worse += slower(base, t, self.rule)
-            if c.target and (c.golden_us is None or slower(c.golden_us, t, self.rule)):
-                unfixed += 1
-            ref = base or c.golden_us or t
-            logs.append(math.log(t / ref))
-        return Score(worse, unfixed, math.exp(sum(logs) / len(logs)))
+        return score(self.cases, self.seed_times, config, time_of, self.rule)
 
     def score_of(self, config: Mapping[str, Any]) -> Score | None:
         return self.scores.get(config_key(config))
@@ -106,32 +132,39 @@ class SlotSearch:
         """Score what :meth:`wants` asked for (every case timed, or failed) and take the next step."""
         if self.done:
             return
-        if self.current is None:  # the seed's round
+        if self.current is None:  # the seed's round, with the hints
             for c in self.cases:
                 got = time_of(c.case_id, self.seed)
                 self.seed_times[c.case_id] = got[1] if got else None
             self._record(self.seed, time_of)
             self.current = dict(self.seed)
             if self.regressed_now == 0:  # COMPARE predates the files, or its regression was noise
+                for cfg in self.pending[1:]:
+                    self._record(cfg, time_of)
                 self._finish("its current config is no regression under TOT timed now")
-            else:
-                self._next(1)
+                return
+            self._take_best(self.pending[1:], time_of, level=0)
+            self._next(1)
             return
+        if not self._take_best(self.pending, time_of, self.level):
+            self._next(self.level + 1)
+        elif len(self.moves) >= self.max_moves:
+            self._finish(f"stopped after {self.max_moves} moves")
+        else:
+            self._next(1)
+
+    def _take_best(self, configs: list[dict[str, Any]], time_of: TimeOf, level: int) -> bool:
+        """Score ``configs``; move to the best if it beats the current config by the rule's margin."""
         best = None
-        for cfg in self.pending:
+        for cfg in configs:
             s = self._record(cfg, time_of)
             if s is not None and s.better_than(self.score_of(best) if best else None, 1.0):
                 best = cfg
-        cur = self.score_of(self.current)
-        if best is not None and self.score_of(best).better_than(cur, self.rule.rel):
-            self.current = best
-            self.moves.append((self.level, best))
-            if len(self.moves) >= self.max_moves:
-                self._finish(f"stopped after {self.max_moves} moves")
-                return
-            self._next(1)
-        else:
-            self._next(self.level + 1)
+        if best is None or not self.score_of(best).better_than(self.score_of(self.current), self.rule.rel):
+            return False
+        self.current = best
+        self.moves.append((level, best))
+        return True
 
     def _record(self, cfg: dict[str, Any], time_of: TimeOf) -> Score | None:
         key = config_key(cfg)

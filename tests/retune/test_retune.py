@@ -221,6 +221,28 @@ def test_a_second_retune_measures_nothing_new(run):
     assert any("ran other configs than the config files give now" in n for n in data["notes"])
 
 
+def test_hints_from_another_retune_start_each_search_at_its_best(run, tmp_path):
+    """A fresh retune of the shipped files (a fresh cache: nothing timed here yet) with the first retune's timings
+    as hints: each slot times the hinted optimum with its seed, moves there in its first step (a level-0 move),
+    and ends in fewer search runs with the same files."""
+    configs = tmp_path / "configs"
+    shutil.copytree(DATA / "retune_configs", configs)
+    env = {**run.env, "HARNESS_CONFIG_DIR": str(configs)}
+    out = tmp_path / "hinted"
+    args = [*run.args[: run.args.index("--out")], "--out", out, "--launches", "1", "--dry-run", "--hints", run.out]
+    r = harness(args, env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((out / "retune.json").read_text())
+    any16 = slot(SimpleNamespace(data=data), f"{TOY}.json:any (N=16)")
+    assert any16["hints"] >= 1 and (any16["moves"][0]["level"], any16["moves"][0]["config"]["BLOCK_N"]) == (0, 64)
+    assert "(a hint)" in (out / "retune.md").read_text()
+    runs = [len(list((o / "runs").glob("search-*.csv"))) for o in (out, run.out)]
+    assert runs[0] < runs[1]
+    written = {p.name: p.read_text() for p in (out / "configs").iterdir()}
+    assert written == {name: text(run, name) for name in written}  # the files the first retune wrote in place
+    assert any("hints: " in n for n in data["notes"])
+
+
 def test_refusals_are_one_line(run, tmp_path):
     bad = harness(["retune", run.root / "compare.csv", "--env", "envs/venv-tot.yaml", "--golden-env",
                    "envs/venv-golden.yaml", "--out", tmp_path / "o", "--kernel", "retune_tyo"], run.env)  # fmt: skip
@@ -232,3 +254,9 @@ def test_refusals_are_one_line(run, tmp_path):
     held = harness(["retune", tmp_path / "none.csv", "--env", "x", "--golden-env", "y", "--out", tmp_path / "o"],
                    run.env)  # fmt: skip
     assert held.returncode == 2 and "no such compare file" in held.stderr
+    for extra, said in (
+        (["--hints", tmp_path / "none"], f"--hints {tmp_path / 'none'}: no such file"),
+        (["--search-min", "40"], "--search-min 40: expected minutes from 0 to --budget-min"),
+    ):
+        bad = harness([*run.args[:-4], "--out", tmp_path / "o", *extra], run.env)
+        assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"harness: error: {said}"]
