@@ -202,9 +202,10 @@ class Measurer:
             run_interleaved(runs, cases, self.opts, progress=bar, suite_name=str(manifest), warn=lambda m: None)
         entries = []
         for role, (_, out) in zip(ROLES, runs):
-            rows = {r["case_id"]: r for r in load_results(out).to_dict("records")}
+            # by kernel and case: two kernels of one run may share a case id (a8w8 and a16wfp4 B128_M512_N512_K128)
+            rows = {(r["kernel"], r["case_id"]): r for r in load_results(out).to_dict("records")}
             for g in need:
-                row = rows[g.case.case_id]
+                row = rows[(g.case.name, g.case.case_id)]
                 seen = _worker_config(row)
                 if seen is not None and seen != g.config(role):
                     raise RuntimeError(
