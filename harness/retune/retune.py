@@ -135,6 +135,7 @@ class Retune:
         self.learned = Learned()
         self.after: dict[str, Measured] = {}  # case key → its last kept change's guard measurement
         self.after_verdict: dict[str, str] = {}  # case key → verdict with its current config timed now
+        self.golden_here: dict[str, float] = {}  # case key → golden's time with its current config on this GPU
 
     # --------------------------------------------------------------------------------------------- open
     def open(self) -> None:
@@ -158,7 +159,7 @@ class Retune:
         self._open_measurer(tinfo)
         self.hints = load_hints(self.opts.hints, self.tot.triton)
         if self.opts.hints:
-            self.notes.append(f"hints: {len(self.hints)} search timings of triton {self.tot.triton} read")
+            self.notes.append(f"hints: {len(self.hints)} (case, config) timings of triton {self.tot.triton} read")
         self.stamp = {"triton": self.tot.triton, "gpu": self.gpu_name, "by": "harness retune"}
         self.stamp["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
@@ -227,7 +228,13 @@ class Retune:
         return sorted(found, key=lambda s: -s.severity)
 
     def _slot_cases(self, s: Slot) -> list[SlotCase]:
-        return [SlotCase(c.key, c.golden_us, c.target) for c in s.searched]
+        return [SlotCase(c.key, self.golden_ref(c), c.target) for c in s.searched]
+
+    def golden_ref(self, c: I.CaseInfo) -> float | None:
+        """Golden's time of a case with the config users have now, timed on this GPU by the search's first step
+        (COMPARE's golden time until then, or where golden fails here): two machines of one model disagree by
+        more than the rule, so a regression is judged against this GPU's golden."""
+        return self.golden_here.get(c.key) or c.golden_us
 
     def _space(self, s: Slot):  # noqa: ANN202
         kernels = list({c.case.kernel.source: c.case.kernel for c in s.cases}.values())
@@ -269,6 +276,8 @@ class Retune:
                 for s in live:
                     s.search.stop(f"the search budget ({budget:.3g} min) ran out")
                 return
+            if step == 0:
+                self._golden_seeds(live)
             items = [Item(c.case, cfg) for s in live for cfg in s.search.wants() for c in s.searched]
             n = sum(len(s.search.wants()) for s in live)
             self.log(f"search step {step + 1}: {n} configs over {len(live)} slots ({len(items)} timings)")
@@ -277,6 +286,18 @@ class Retune:
             for s in live:
                 s.search.advance(self.time_of(s, "tot"))
             step += 1
+
+    def _golden_seeds(self, slots: list[Slot]) -> None:
+        """Golden with every slot's current config on this GPU: the reference the search judges regressions by."""
+        items = [Item(c.case, s.seed) for s in slots for c in s.searched]
+        self.log(f"golden reference: {len(items)} timings")
+        self.measurer.batch("golden", items, self.before_dir, "search")
+        for s in slots:
+            for c in s.searched:
+                e = self.measurer.lookup(c.case, s.seed, "golden")
+                if e is not None and e.time_us is not None:
+                    self.golden_here[c.key] = e.time_us
+            s.search.cases = self._slot_cases(s)
 
     def _learn_cached(self, idents: set[str]) -> None:
         """Resource failures an earlier retune of this folder saw on these stacks: a tile that ran out still does."""
@@ -326,8 +347,8 @@ class Retune:
         for c in s.targets:
             t = look(c.key, s.seed)
             self.after_verdict[c.key] = "ok"
-            if t and t[1] is not None and c.golden_us:
-                shown.append(f"{c.case.case_id} {pct(c.golden_us, t[1])}")
+            if t and t[1] is not None and (g := self.golden_ref(c)):
+                shown.append(f"{c.case.case_id} {pct(g, t[1])}")
         s.outcome = "not regressed"
         s.why = "its current config is no regression under TOT timed now: " + ", ".join(shown)
 
@@ -356,8 +377,8 @@ class Retune:
             shown = []
             for c in s.targets:
                 t = look(c.key, cfg)
-                if t and t[1] is not None and c.golden_us:
-                    shown.append(f"{c.case.case_id} {pct(c.golden_us, t[1])}")
+                if t and t[1] is not None and (g := self.golden_ref(c)):
+                    shown.append(f"{c.case.case_id} {pct(g, t[1])}")
             tail = f"; the best ({diff_text(s.seed, cfg)}) leaves TOT vs golden at " + ", ".join(shown)
         ended = srch.done or "stopped"
         return f"no config of {n} timed ({pruned} pruned) fixes a regression without slowing another ({ended}){tail}"
@@ -386,10 +407,12 @@ class Retune:
                 continue
             cfg = s.candidates[0]
             lookup = s.targets[0].lookup
-            now = resolve(new, lookup)
+            now = resolve(self.state, lookup)
             if now is not None and now.config == cfg:
                 s.outcome, s.why = "fixed elsewhere", "a change kept for another slot gave it this config"
                 continue
+            if resolve(new, lookup) != now:
+                continue  # a change of this round moves this slot's cases: the next round, once it is decided
             first = options(new, lookup, cfg, self.stamp)[0]
             if (first.file, first.bucket) in taken:
                 continue  # another slot of this round edits this bucket: the next round
