@@ -13,9 +13,13 @@ It applies the compare rule to four pairs of every case:
 retune did not change and that flips verdict between the two runs is run-to-run noise; the table marks which
 cases' configs changed.
 
-    python benchmarks/gpu_validation/retune_proof.py BEFORE_DIR AFTER_DIR [--markdown FILE]
+    python benchmarks/gpu_validation/retune_proof.py AFTER_DIR (--before BEFORE_DIR | --retune RETUNE_JSON)
+        [--markdown FILE]
 
-(each DIR holding golden.csv and tot.csv)
+(each DIR holding golden.csv and tot.csv). Without a BEFORE run on the same GPU, ``--retune`` takes golden's and
+TOT's old times from the retune's guard (interleaved with the new ones, on the same GPU) for every case whose
+config it changed; for every other case golden's config is the same before and after, so the AFTER run's golden
+is golden old.
 """
 
 from __future__ import annotations
@@ -58,20 +62,40 @@ def verdicts(runs: dict, pair: tuple[str, str, str, str], rule: Rule) -> dict[st
     return {k: verdict_of(a[k], b[k], rule) if k in b else "failed" for k in a}
 
 
-def report(before: Path, after: Path, rule: Rule) -> str:
-    runs = {(w, s): times(d, s) for w, d in (("before", before), ("after", after)) for s in ("golden", "tot")}
-    changed = {k for k, c in runs[("after", "tot")][1].items() if c != runs[("before", "tot")][1].get(k)}
+def from_guard(retune_json: Path, after: dict) -> dict:
+    """BEFORE runs made of the guard's old times for the cases it changed and AFTER's golden for the others
+    (TOT old is known only where the guard measured it)."""
+    kept = json.loads(retune_json.read_text())["kept"]
+    guard = {c["case"]: c for k in kept for c in k["cases"]}
+    golden = {k: guard[k]["golden_old"] if k in guard else t for k, t in after[("after", "golden")][0].items()}
+    tot = {k: c["tot_old"] for k, c in guard.items() if c["tot_old"] is not None}
+    changed_cfg = {k: "guard" for k in guard}
+    return {("before", "golden"): (golden, {}), ("before", "tot"): (tot, changed_cfg)}
+
+
+def report(after_dir: Path, rule: Rule, before_dir: Path | None = None, retune_json: Path | None = None) -> str:
+    runs = {("after", s): times(after_dir, s) for s in ("golden", "tot")}
+    if before_dir is not None:
+        runs.update({("before", s): times(before_dir, s) for s in ("golden", "tot")})
+        changed = {k for k, c in runs[("after", "tot")][1].items() if c != runs[("before", "tot")][1].get(k)}
+    else:
+        runs.update(from_guard(retune_json, runs))
+        changed = set(runs[("before", "tot")][1])
     v = {name: verdicts(runs, pair, rule) for name, pair in PAIRS.items()}
-    kernels = sorted({k.split("/")[0] for k in runs[("before", "golden")][0]})
+    if before_dir is None:  # TOT old only for the changed cases: 'before' is what the guard saw there
+        v["before"] = {k: x for k, x in v["before"].items() if k in changed}
+    kernels = sorted({k.split("/")[0] for k in runs[("after", "golden")][0]})
     lines = [LEGEND, "", "| kernel | cases | configs changed | " + " | ".join(PAIRS) + " |"]
     lines.append("|---|---:|---:|" + "---:|" * len(PAIRS))
     for kern in [*kernels, None]:
-        keys = [k for k in runs[("before", "golden")][0] if kern is None or k.startswith(kern + "/")]
+        keys = [k for k in runs[("after", "golden")][0] if kern is None or k.startswith(kern + "/")]
         counts = [sum(v[n].get(k) == "regression" for k in keys) for n in PAIRS]
         name = kern or "**all**"
         lines.append(f"| {name} | {len(keys)} | {len(changed & set(keys))} | " + " | ".join(map(str, counts)) + " |")
+    if before_dir is None:
+        lines += ["", "(before: over the changed cases only, as the guard measured them)"]
     up, was = v["upgraded"], v["before"]
-    new = sorted(k for k, x in up.items() if x == "regression" and was.get(k) != "regression")
+    new = sorted(k for k, x in up.items() if x == "regression" and k in was and was[k] != "regression")
     lines += ["", f"New regressions against golden's old time: {len(new)}"]
     for k in new:
         g, t0, t1 = runs[("before", "golden")][0][k], runs[("before", "tot")][0][k], runs[("after", "tot")][0][k]
@@ -90,11 +114,13 @@ def report(before: Path, after: Path, rule: Rule) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--before", type=Path, help="golden.csv and tot.csv with the shipped configs, same GPU")
+    src.add_argument("--retune", type=Path, help="the retune's retune.json (its guard's old times)")
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args(argv)
-    text = report(a.before, a.after, Rule())
+    text = report(a.after, Rule(), a.before, a.retune)
     print(text, end="")
     if a.markdown:
         a.markdown.write_text(text)
