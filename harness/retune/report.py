@@ -18,7 +18,7 @@ from harness.report.page import CSS, JS, html_table, plain
 AFTER_NOTE = (
     "after: the guard's measurements for the cases whose config changed (TOT with the new config against golden "
     "with the old); for a regressed case whose current config is no regression when timed now, that TOT time "
-    "against COMPARE's golden; COMPARE's verdict for the others"
+    "against golden's on this GPU; COMPARE's verdict for the others"
 )
 
 

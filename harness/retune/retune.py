@@ -341,7 +341,8 @@ class Retune:
 
     def _not_regressed(self, s: Slot) -> None:
         """The slot's current config is no regression under TOT when timed now (COMPARE predates the files, or
-        was noise): nothing to change; the search's TOT time against COMPARE's golden is its 'after'."""
+        was noise, or came from another machine): nothing to change; the search's TOT time against golden's on this
+        GPU is its 'after'."""
         look = self.time_of(s, "tot")
         shown = []
         for c in s.targets:

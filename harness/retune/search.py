@@ -7,9 +7,9 @@ specialize values. The search times every case of the slot under TOT (the regres
 the bucket), so a config that fixes one M but slows another is seen as such before the guard measures it.
 
 A config's score, smallest best: (cases it makes slower than the seed by the rule, regressed cases it leaves
-regressed against COMPARE's golden time, geometric mean of its time over the seed's). A config that fails on any
-case of the slot has no score. A move is taken only when it is better by the rule's own margin (``rel``), so
-timing noise does not walk the search around.
+regressed against golden's time (``SlotCase.golden_us``), geometric mean of its time over the seed's). A config
+that fails on any case of the slot has no score. A move is taken only when it is better by the rule's own margin
+(``rel``), so timing noise does not walk the search around.
 
 Hints (``--hints``: the best configs of another retune's timings, e.g. on another GPU of the same model) are timed
 here with the seed in the first step, and the best of them, if better by the margin, is where the neighbour search
@@ -40,7 +40,7 @@ FINALISTS = 3
 @dataclass(frozen=True)
 class SlotCase:
     case_id: str
-    golden_us: float | None  # COMPARE's golden time
+    golden_us: float | None  # golden's time with the config users have now (this GPU's, once timed)
     target: bool  # a regression or TOT failure in COMPARE
 
 
