@@ -33,6 +33,11 @@ def _root() -> None:
 ExistingFile = Annotated[Path, typer.Argument(help="a results CSV (see docs/results-format.md)")]
 
 
+def _check_timeout(timeout: float) -> None:
+    if not 0 < timeout < float("inf"):
+        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+
+
 @app.command()
 def compare(
     golden: ExistingFile,
@@ -373,8 +378,7 @@ def run(
 
     if timing is not None and timing not in TIMINGS:
         raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
-    if not 0 < timeout < float("inf"):
-        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    _check_timeout(timeout)
     gap = _launch_gap(launch_gap)
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
@@ -543,8 +547,7 @@ def retune(
     from harness.run.options import RunOptions
     from harness.run.precompile import default_compile_jobs
 
-    if not 0 < timeout < float("inf"):
-        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    _check_timeout(timeout)
     con = stderr()
     run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
     opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run)
@@ -640,8 +643,7 @@ def bisect(
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions
 
-    if not 0 < timeout < float("inf"):
-        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
+    _check_timeout(timeout)
     con = stderr()
     opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts)
     items = [v.strip() for v in versions.split(",") if v.strip()]
