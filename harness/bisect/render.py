@@ -16,6 +16,7 @@ from harness.bisect.bisect import Outcome, Plan, sidecar_gpu
 from harness.bisect.search import STATES, Measurement, Reading, lean
 from harness.compare.store import write_csv
 from harness.fsutil import write_bytes, write_text
+from harness.render.mdtable import md_table
 from harness.results.cells import number
 
 MARK = {"good": "✓", "bad": "✗", "noisy": "~", "failed": "!", "skipped": "–"}
@@ -93,16 +94,6 @@ def culprits_frame(res: Outcome) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------- markdown
 
 
-def _md_table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
-    right = right or set()
-    out = [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|",
-    ]
-    out += ["| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in rows]
-    return out
-
-
 def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base).replace(os.sep, "/")
 
@@ -116,7 +107,7 @@ def markdown(res: Outcome) -> str:
     for rec, c in zip(plan.targets.to_dict("records"), plan.cases):
         h = res.histories[c.key]
         rows.append([f"`{c.key}`", _pct(number(rec.get("delta_pct"))), h.culprit.text() if h.culprit else "—", h.text])
-    out += _md_table(["case", "TOT vs golden (comparison)", "culprit", "history"], rows, {1})
+    out += md_table(["case", "TOT vs golden (comparison)", "culprit", "history"], rows, {1})
     out += ["", _tally(res)]
     out += ["", "## Steps", ""]
     out += _steps(res) or ["No case got slower at any release measured."]
@@ -219,7 +210,7 @@ def _series(res: Outcome) -> list[str]:
     return [
         legend,
         "",
-        *_md_table(head, rows, set(range(1, len(head)))),
+        *md_table(head, rows, set(range(1, len(head)))),
         "",
         "![Δ vs golden per release](timeline.png)",
     ]
@@ -239,7 +230,7 @@ def _noisy(res: Outcome) -> list[str]:
             )
             st = res.states[(c.key, s.key)]
             rows.append([f"`{c.key}`", s.label, seen, st + (f" ({lean(rs)})" if st == "noisy" else "")])
-    return _md_table(["case", "release", "measurements", "state"], rows) if rows else []
+    return md_table(["case", "release", "measurements", "state"], rows) if rows else []
 
 
 # -------------------------------------------------------------------------------------------------- plot

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.render.mdtable import md_table
 from harness.results.cells import text
 
 # ------------------------------------------------------------------------------------------ resources
@@ -538,12 +539,8 @@ def explain_cases(
 
 
 def _md_table(head: list[str], rows: list[tuple], right: int = 1) -> str:
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join("---" if i < right else "---:" for i in range(len(head))) + "|",
-    ]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    """Columns from ``right`` on right-aligned."""
+    return "\n".join(md_table(head, rows, range(right, len(head)))) + "\n"
 
 
 def case_markdown(ce: CaseExplain, max_diff_lines: int = 300) -> str:

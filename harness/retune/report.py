@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from harness.fsutil import write_text
+from harness.render.mdtable import md_table
 from harness.report.page import CSS, JS, html_table, plain
 
 AFTER_NOTE = (
@@ -27,13 +28,11 @@ def _cell(v: Any) -> str:
         return "—"
     if isinstance(v, float):
         return plain(v)
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return str(v)
 
 
 def _md_table(columns: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join(md_table(columns, [[_cell(v) for v in r] for r in rows])) + "\n"
 
 
 def kernel_rows(data: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
