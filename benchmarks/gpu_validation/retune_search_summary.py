@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -20,6 +19,8 @@ from harness.compare.rule import Rule
 from harness.compare.store import load_compare
 from harness.retune.cache import Cache
 from harness.retune.guard import slower
+from harness.retune.search import SlotCase
+from harness.retune.search import score as search_score
 from harness.retune.space import config_key
 
 
@@ -48,13 +49,17 @@ def slots(seed: dict[str, str]) -> dict[tuple, list[str]]:
 
 
 def best(cases: list[str], seed_cfg: str, times: dict, golden: dict, rule: Rule) -> tuple[str, tuple]:
+    """The config scored best on every case, by the retune's own score (harness.retune.search.score)."""
+    slot = [SlotCase(c, golden.get(c), c in golden) for c in cases]
+    seed_times = {c: times[c][seed_cfg] for c in cases}
+
+    def time_of(case: str, cfg: dict) -> tuple[str, float] | None:
+        t = times[case].get(config_key(cfg))
+        return None if t is None else ("ok", t)
+
     def score(cfg: str) -> tuple | None:
-        if any(cfg not in times[c] for c in cases):
-            return None
-        worse = sum(slower(times[c][seed_cfg], times[c][cfg], rule) for c in cases)
-        left = sum(slower(golden.get(c), times[c][cfg], rule) for c in cases)
-        geo = math.exp(sum(math.log(times[c][cfg] / times[c][seed_cfg]) for c in cases) / len(cases))
-        return (worse, left, geo)
+        s = search_score(slot, seed_times, json.loads(cfg), time_of, rule)
+        return None if s is None else (s.worse, s.unfixed, s.geo)
 
     scored = [(s, cfg) for cfg in times[cases[0]] if (s := score(cfg)) is not None]
     s, cfg = min(scored)
