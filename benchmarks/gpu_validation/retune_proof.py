@@ -31,6 +31,9 @@ from pathlib import Path
 
 from harness.compare.rule import Rule, verdict_of
 from harness.results.load import load_results
+from harness.retune.space import config_key
+
+STACKS = ("golden", "tot")
 
 #: column → (run, stack) of the reference and of the measured side
 PAIRS = {
@@ -51,44 +54,45 @@ def times(folder: Path, stack: str) -> tuple[dict[str, float], dict[str, str]]:
     t, cfg = {}, {}
     for r in df.to_dict("records"):
         key = f"{r['kernel']}/{r['case_id']}"
-        cfg[key] = json.dumps(json.loads(r["config"]), sort_keys=True) if isinstance(r["config"], str) else ""
+        cfg[key] = config_key(json.loads(r["config"])) if isinstance(r["config"], str) else ""
         if r["status"] == "ok":
             t[key] = float(r["time_us"])
     return t, cfg
 
 
 def verdicts(runs: dict, pair: tuple[str, str, str, str], rule: Rule) -> dict[str, str]:
-    a, b = runs[pair[:2]][0], runs[pair[2:]][0]
+    a, b = runs[pair[:2]], runs[pair[2:]]
     return {k: verdict_of(a[k], b[k], rule) if k in b else "failed" for k in a}
 
 
-def from_guard(retune_json: Path, after: dict) -> dict:
-    """BEFORE runs made of the guard's old times for the cases it changed and AFTER's golden for the others
-    (TOT old is known only where the guard measured it)."""
+def from_guard(retune_json: Path, after_golden: dict[str, float]) -> tuple[dict, set[str]]:
+    """(BEFORE's times, the changed cases): the guard's old times for the cases it changed and AFTER's golden for
+    the others (TOT old is known only where the guard measured it)."""
     kept = json.loads(retune_json.read_text())["kept"]
     guard = {c["case"]: c for k in kept for c in k["cases"]}
-    golden = {k: guard[k]["golden_old"] if k in guard else t for k, t in after[("after", "golden")][0].items()}
+    golden = {k: guard[k]["golden_old"] if k in guard else t for k, t in after_golden.items()}
     tot = {k: c["tot_old"] for k, c in guard.items() if c["tot_old"] is not None}
-    changed_cfg = {k: "guard" for k in guard}
-    return {("before", "golden"): (golden, {}), ("before", "tot"): (tot, changed_cfg)}
+    return {("before", "golden"): golden, ("before", "tot"): tot}, set(guard)
 
 
 def report(after_dir: Path, rule: Rule, before_dir: Path | None = None, retune_json: Path | None = None) -> str:
-    runs = {("after", s): times(after_dir, s) for s in ("golden", "tot")}
+    after = {s: times(after_dir, s) for s in STACKS}
+    runs = {("after", s): after[s][0] for s in STACKS}
     if before_dir is not None:
-        runs.update({("before", s): times(before_dir, s) for s in ("golden", "tot")})
-        changed = {k for k, c in runs[("after", "tot")][1].items() if c != runs[("before", "tot")][1].get(k)}
+        before = {s: times(before_dir, s) for s in STACKS}
+        runs.update({("before", s): before[s][0] for s in STACKS})
+        changed = {k for k, c in after["tot"][1].items() if c != before["tot"][1].get(k)}
     else:
-        runs.update(from_guard(retune_json, runs))
-        changed = set(runs[("before", "tot")][1])
+        old, changed = from_guard(retune_json, runs[("after", "golden")])
+        runs.update(old)
     v = {name: verdicts(runs, pair, rule) for name, pair in PAIRS.items()}
     if before_dir is None:  # TOT old only for the changed cases: 'before' is what the guard saw there
         v["before"] = {k: x for k, x in v["before"].items() if k in changed}
-    kernels = sorted({k.split("/")[0] for k in runs[("after", "golden")][0]})
+    kernels = sorted({k.split("/")[0] for k in runs[("after", "golden")]})
     lines = [LEGEND, "", "| kernel | cases | configs changed | " + " | ".join(PAIRS) + " |"]
     lines.append("|---|---:|---:|" + "---:|" * len(PAIRS))
     for kern in [*kernels, None]:
-        keys = [k for k in runs[("after", "golden")][0] if kern is None or k.startswith(kern + "/")]
+        keys = [k for k in runs[("after", "golden")] if kern is None or k.startswith(kern + "/")]
         counts = [sum(v[n].get(k) == "regression" for k in keys) for n in PAIRS]
         name = kern or "**all**"
         lines.append(f"| {name} | {len(keys)} | {len(changed & set(keys))} | " + " | ".join(map(str, counts)) + " |")
@@ -98,7 +102,7 @@ def report(after_dir: Path, rule: Rule, before_dir: Path | None = None, retune_j
     new = sorted(k for k, x in up.items() if x == "regression" and k in was and was[k] != "regression")
     lines += ["", f"New regressions against golden's old time: {len(new)}"]
     for k in new:
-        g, t0, t1 = runs[("before", "golden")][0][k], runs[("before", "tot")][0][k], runs[("after", "tot")][0][k]
+        g, t0, t1 = runs[("before", "golden")][k], runs[("before", "tot")][k], runs[("after", "tot")][k]
         why = "config changed by the retune" if k in changed else "config unchanged: run-to-run noise"
         lines.append(f"- {k}: golden {g:.2f} µs, TOT {t0:.2f} → {t1:.2f} µs ({why})")
     slow = sorted(k for k, x in v["golden user"].items() if x == "regression")
@@ -107,7 +111,7 @@ def report(after_dir: Path, rule: Rule, before_dir: Path | None = None, retune_j
     left = sorted(k for k, x in up.items() if x == "regression")
     lines += ["", f"Regressions left against golden's old time: {len(left)}"]
     for k in left:
-        g, t1 = runs[("before", "golden")][0][k], runs[("after", "tot")][0][k]
+        g, t1 = runs[("before", "golden")][k], runs[("after", "tot")][k]
         lines.append(f"- {k}: {g:.2f} → {t1:.2f} µs ({(t1 / g - 1) * 100:+.1f} %)" + (" *" if k in changed else ""))
     return "\n".join(lines) + "\n\n(* the retune changed this case's config)\n"
 
