@@ -550,8 +550,8 @@ def retune(
     _check_timeout(timeout)
     con = stderr()
     run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
-    opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run)
-    opts.hints, opts.search_min = list(hints or []), search_min
+    opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run,
+                   hints=list(hints or []), search_min=search_min)  # fmt: skip
     data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), bars=lambda n: env_bars(con, n))
     _print_retune(data, out)
 
