@@ -381,6 +381,55 @@ PY
       done
       stamp "multigpu W=1 end"
       ;;
+    mg-aa|mg-three)  # W = 2 (and 1) in lockstep timing: golden twice (mg-aa), or golden, TOT and golden again
+                     # (mg-three), reps interleaved; FILTER (mg-aa default: every W = 2 case; mg-three: W <= 2);
+                     # then compare, A/A and the ranks' figures (multigpu_stats.py): RESULTS/STEP/
+      M="$R/$step"; mkdir -p "$M"
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      stamp "$step start"
+      if [ "$step" = mg-aa ]; then
+        hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" \
+          --suite suites/multigpu.yaml --filter "${FILTER:-_W2$}" --compile-jobs 8 --resume 2>&1 | tail -3
+      else
+        hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
+          --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" --suite suites/multigpu.yaml \
+          --filter "${FILTER:-^(?!.*_W4$)}" --compile-jobs 8 --resume 2>&1 | tail -3
+        h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" >"$M/compare.txt" 2>&1 || true
+      fi
+      h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
+        >"$M/compare-aa.txt" 2>&1 || true
+      stamp "$step end"
+      python3 benchmarks/gpu_validation/multigpu_stats.py "$M" | tee "$M/stats.txt"
+      ;;
+    ceilings)  # the roofline's measured ceilings: NVLink egress per GPU (nvlink_bandwidth.py), HBM copy, bf16 mm
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      nvidia-smi topo -m > "$R/topo.txt" 2>&1 || true
+      python3 benchmarks/nvlink_bandwidth.py --out "$R/ceilings.yaml" 2>&1 | tail -8
+      python3 benchmarks/gpu_validation/hbm_mm.py >> "$R/ceilings.yaml"
+      cat "$R/ceilings.yaml" | grep -v "^#"
+      ;;
+    mg-sweep)  # the Iris seed's sweep: every config of suites/sweep_multigpu.yaml at W = 1 and 2, golden, one rep
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      stamp "mg-sweep start"
+      hrun --env envs/golden.yaml --suite suites/sweep_multigpu.yaml --filter "${FILTER:-^(?!.*_W4$)}" \
+        --out "$R/mg-sweep.csv" --reps 1 --launches 10 --compile-jobs 16 --resume 2>&1 | tail -3
+      stamp "mg-sweep end"
+      ;;
+    gpus)  # one node's GPUs together: SUITE golden + TOT on GPU 0 alone, then on every GPU (--gpus all), each
+           # from empty compile caches; FILTER
+      for g in 0 all; do
+        rm -rf .harness/cache/golden .harness/cache/tot  # both runs compile from scratch
+        stamp "gpus $g start"
+        t0=$(date +%s)
+        hrun --env envs/golden.yaml --out "$R/gpus-$g-golden.csv" \
+          --with-env envs/tot.yaml --with-out "$R/gpus-$g-tot.csv" --suite "$SUITE" --gpus "$g" \
+          ${FILTER:+--filter "$FILTER"} --compile-jobs 8 --resume 2>&1 | tail -2
+        echo "gpus $g: $(( $(date +%s) - t0 )) s" | tee -a "$R/gpus-wall.txt"
+        stamp "gpus $g end"
+        h compare "$R/gpus-$g-golden.csv" "$R/gpus-$g-tot.csv" --out "$R/gpus-$g-compare.csv" \
+          > "$R/gpus-$g-compare.txt" 2>&1 || true
+      done
+      ;;
     all) "$0" correctness suite aa fidelity ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.inputs.suite import Case
-from harness.run import stability
+from harness.run import groupcheck, stability
 
 
 def worker_case(case: Case) -> dict[str, Any]:
@@ -44,6 +44,7 @@ class CaseState:
     dispatch: list[dict[str, float]] = field(default_factory=list)
     telemetry: list[dict[str, Any]] = field(default_factory=list)  # per rep, when the worker had NVML
     rank_times: list[list[float]] = field(default_factory=list)  # per rep, each rank's time (multi-GPU cases)
+    halves: list[float | None] = field(default_factory=list)  # per rep, the A/A self-check (multi-GPU, lockstep)
     final: dict[str, Any] | None = None
 
     @classmethod
@@ -60,8 +61,11 @@ class CaseState:
         dispatch: dict[str, float] | None,
         telemetry: dict[str, Any] | None,
         rank_times: list[float] | None = None,
+        halves_pct: float | None = None,
     ) -> None:
         self.reps.append(time_us)
+        if rank_times and halves_pct is not None:
+            self.halves.append(halves_pct)
         if dispatch:
             self.dispatch.append(dispatch)
         if telemetry:
@@ -117,6 +121,13 @@ def result_row(
             n: round(sorted(d.get(n, 0.0) for d in st.dispatch)[len(st.dispatch) // 2], 4) for n in names
         }
     return row
+
+
+def group_problem(st: CaseState) -> str:
+    """Why a multi-GPU case's time must not become a verdict ('' when it may, and for single-GPU cases)."""
+    if not st.rank_times:
+        return ""
+    return groupcheck.group_problem(rank_columns(st.rank_times).get("skew_pct"), st.halves)
 
 
 def rank_columns(reps: list[list[float]]) -> dict[str, Any]:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import socket
+import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.inputs.env import EnvSpec
+from harness.run.groupcheck import halves_pct
 from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout
 from harness.worker.group import NO_MULTICAST
 
@@ -135,16 +137,25 @@ def combine(op: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
         first["rel_err"] = max(a.get("rel_err", 0.0) for a in answers)
     elif op == "time" and all("time_us" in a for a in answers):
         first.update(rank_times(answers))
+    first.pop("samples_us", None)
     return first
 
 
 def rank_times(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The case's time, the maximum over ranks, and what it hides: each rank's time and the skew between them. The
-    per-dispatch times are the slowest rank's."""
+    """The rep's time and what it hides: each rank's time (its median) and the skew between them; the per-dispatch
+    times are the slowest rank's. With every rank's launch-by-launch samples (lockstep timing: launch i ran on
+    all GPUs together) the rep's time is the median over launches of the slowest rank's time of that launch — a
+    collective ends when its slowest rank does — and the A/A self-check of harness/run/groupcheck.py is taken
+    on that series; else the slowest rank's median."""
     times = [float(a["time_us"]) for a in answers]
     slowest = max(range(len(times)), key=times.__getitem__)
     out: dict[str, Any] = {"time_us": times[slowest], "rank_times_us": times}
     out["skew_pct"] = 100.0 * (max(times) / min(times) - 1.0) if min(times) > 0 else None
+    series = [a.get("samples_us") for a in answers]
+    if all(series) and len({len(x) for x in series}) == 1:
+        per_launch = [max(col) for col in zip(*series)]
+        out["time_us"] = statistics.median(per_launch)
+        out["halves_pct"] = halves_pct(per_launch)
     if answers[slowest].get("dispatch_us"):
         out["dispatch_us"] = answers[slowest]["dispatch_us"]
     return out

@@ -24,7 +24,7 @@ from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
 from harness.run import stability
-from harness.run.cases import CaseState, result_row
+from harness.run.cases import CaseState, group_problem, result_row
 from harness.run.gpu_state import gpu_state
 from harness.run.group import WorkerGroup, visible
 from harness.run.locks import lock_output
@@ -153,7 +153,8 @@ class SuiteRun:
             if e["kind"] == "prepare":
                 st.prep = e["answer"]
             elif e["kind"] == "rep":
-                st.add_rep(e["time_us"], e.get("dispatch_us"), e.get("telemetry"), e.get("rank_times_us"))
+                st.add_rep(e["time_us"], e.get("dispatch_us"), e.get("telemetry"), e.get("rank_times_us"),
+                           e.get("halves_pct"))  # fmt: skip
 
     # ----------------------------------------------------------------------------------------- helpers
     def _tick(self, label: str, extra: int = 0) -> None:
@@ -253,7 +254,7 @@ class SuiteRun:
             elif ans.get("status") != "ok" or ans.get("time_us") is None:
                 self._fail(st, ans)
             else:
-                self._record(st, ans["time_us"], ans.get("dispatch_us"), ans.get("telemetry"), ans.get("rank_times_us"))
+                self._record(st, ans)
         if traced:
             self._read_traced(traced, rnd)
 
@@ -267,12 +268,16 @@ class SuiteRun:
             "move_inputs": moves_inputs(self.opts, self.timing),
         }
 
-    def _record(self, st: CaseState, time_us: float, dispatch: Any, telemetry: Any, ranks: Any = None) -> None:
-        entry = {"kind": "rep", "key": st.key, "time_us": time_us, "dispatch_us": dispatch, "telemetry": telemetry}
-        if ranks:
-            entry["rank_times_us"] = ranks
+    def _record(self, st: CaseState, ans: dict[str, Any]) -> None:
+        """One rep of ``st`` from a worker's (or worker group's) answer: journaled, then kept."""
+        entry = {"kind": "rep", "key": st.key, "time_us": ans["time_us"], "dispatch_us": ans.get("dispatch_us"),
+                 "telemetry": ans.get("telemetry")}  # fmt: skip
+        for extra in ("rank_times_us", "halves_pct"):  # a worker group's
+            if ans.get(extra) is not None:
+                entry[extra] = ans[extra]
         self.journal.add(entry)
-        st.add_rep(time_us, dispatch, telemetry, ranks)
+        st.add_rep(entry["time_us"], entry["dispatch_us"], entry["telemetry"], entry.get("rank_times_us"),
+                   entry.get("halves_pct"))  # fmt: skip
         self._tick(st.case.case_id)
 
     def _read_traced(self, traced: list[CaseState], rnd: int) -> None:
@@ -286,7 +291,7 @@ class SuiteRun:
                 why = got or (errors[0] if errors else "no marker-delimited record for this rep")
                 self._fail(st, {"error": f"rocprofv3: {why}"})
                 continue
-            self._record(st, sorted(got[0])[len(got[0]) // 2], got[1], None)
+            self._record(st, {"time_us": sorted(got[0])[len(got[0]) // 2], "dispatch_us": got[1]})
 
     def _decide(self, rnd: int) -> None:
         """After the first reps (and again after the extra two): the stability rule's verdict per case."""
@@ -294,7 +299,10 @@ class SuiteRun:
         for st in [s for s in self.todo if s.final is None and s.prep and s.prep.get("status") == "ok"]:
             d = stability.decide(st.reps, first=self.opts.reps, most=most)
             if not d.need_more:
-                self._finish(st, result_row(st, d.status, time_us=d.value, decision=d, timing=self.timing))
+                why = group_problem(st) if d.status == "ok" else ""  # a multi-GPU time that must not be judged
+                status = "unstable" if why else d.status
+                row = result_row(st, status, time_us=d.value, decision=d, timing=self.timing, error=why)
+                self._finish(st, row)
             elif len(st.reps) == rnd and rnd == self.opts.reps:
                 self.total += stability.MAX_REPS - self.opts.reps  # two more reps to come for this case
 

@@ -1,19 +1,31 @@
 """A worker that is one rank of a multi-GPU case (WORLD_SIZE > 1 in its environment): torch.distributed set up
-before any case, a host-side barrier before every timed launch, and NVLink multicast off — checked, not assumed.
+before any case, the ranks held in lockstep while a rep is timed, and NVLink multicast off — checked, not assumed.
+
+Lockstep (docs/multigpu-timing.md says why, with the numbers that decided it): a collective's time on one rank
+includes waiting for its peers, so a time whose ranks started apart measures when each host reached the launch,
+not the op. Every timed launch is therefore queued behind a **device-side barrier** of the ranks
+(``_harness_rank_barrier``: each rank signals every peer through symmetric memory and waits for all of them, on
+its own stream), so the op starts on all GPUs together whatever each host was doing; the GPU idle gap is a
+device-side wait too (``_harness_idle``), so no host sleep lets one rank's queue drain. The host only meets its
+peers once per rep (a gloo barrier, then the launches queued back to back, as nccl-tests does). The harness's own
+kernels are named ``_harness_*`` and left out of the op's time.
 
 NVLink multicast (NVLS) must stay off on shared multi-GPU hosts: a program that uses it can take the host's GPUs
 out of service for a day or more. So a rank refuses to start unless its environment turns it off for NCCL, torch's
 symmetric memory and NVSHMEM, and nothing in harness or the kernels uses multimem operations or multicast objects
-(tests/kernels/test_gemm_all_scatter.py greps for them).
+(tests/kernels/test_gemm_all_scatter.py greps for them): the barrier is point-to-point atomics on peer memory.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 #: what every rank's environment must hold (the driver sets it: harness/run/group.py)
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+#: kernels of the harness's own that the timers leave out of an op's dispatches (the L2 flush delimits them)
+HELPER_PREFIX = "_harness_"
 
 
 def world_size() -> int:
@@ -29,7 +41,8 @@ def multicast_problem() -> str:
 
 
 class Ranks:
-    """This process's place in the group and the host-side barrier every rank passes before a timed launch."""
+    """This process's place in the group, the host-side barrier once per rep, and (on GPUs) the device-side
+    barrier and idle wait that keep the ranks' timed launches in lockstep."""
 
     def __init__(self, torch: Any):
         import torch.distributed as dist
@@ -39,13 +52,14 @@ class Ranks:
             raise RuntimeError(problem)
         self.dist = dist
         self.rank, self.world = int(os.environ["RANK"]), world_size()
-        cuda = torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
-        if cuda:
+        self.cuda = torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+        if self.cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", self.rank)))
-        dist.init_process_group("nccl" if cuda else "gloo", init_method="env://")
+        dist.init_process_group("nccl" if self.cuda else "gloo", init_method="env://")
         # a host barrier through gloo: an NCCL barrier is a GPU kernel, which CUPTI would count in the op's time
-        self.host = dist.new_group(backend="gloo") if cuda else dist.group.WORLD
+        self.host = dist.new_group(backend="gloo") if self.cuda else dist.group.WORLD
         self.torch = torch
+        self._flags: Any = None  # the device barrier's symmetric buffer, made at first use
 
     def barrier(self) -> None:
         self.dist.barrier(group=self.host)
@@ -55,3 +69,83 @@ class Ranks:
         t = self.torch.tensor([value], dtype=self.torch.float64)
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX, group=self.host)
         return float(t.item())
+
+    # ------------------------------------------------------------------------------------ lockstep, on GPUs
+    def align(self) -> None:
+        """Queue a device-side barrier of all ranks on the current stream: what follows it starts on every GPU
+        once every rank's GPU has reached it, however late each host queued it. No-op without GPUs."""
+        if not self.cuda:
+            return
+        flags, table = self._device_flags()
+        _kernels()[0][(1,)](flags, table, self.rank, WORLD=self.world, num_warps=1)
+
+    def idle(self, seconds: float) -> None:
+        """The GPU waits ``seconds`` (a one-thread kernel reading the global timer) without the host waiting:
+        its queue stays ahead, so the idle gap cannot let the ranks drift apart. Host sleep without GPUs."""
+        if seconds <= 0:
+            return
+        if not self.cuda or self.torch.version.hip:  # %globaltimer is PTX; ROCm waits on the host
+            self.torch.cuda.synchronize() if self.cuda else None
+            time.sleep(seconds)
+            return
+        _kernels()[1][(1,)](int(seconds * 1e9), num_warps=1)
+
+    def _device_flags(self) -> tuple[Any, Any]:
+        """Each rank's flags in symmetric memory — slot p: the last barrier peer p signalled here; slot W: this
+        rank's own barrier count — and the device table of every rank's flags address."""
+        if self._flags is None:
+            import torch.distributed._symmetric_memory as symm_mem
+
+            torch = self.torch
+            name = self.dist.group.WORLD.group_name
+            if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed before torch 2.9 made it implicit
+                symm_mem.enable_symm_mem_for_group(name)
+            flags = symm_mem.empty((self.world + 1,), dtype=torch.int32, device=torch.device("cuda"))
+            handle = symm_mem.rendezvous(flags, name)
+            flags.zero_()
+            ptrs = [int(p) + int(getattr(handle, "offset", 0)) for p in handle.buffer_ptrs]
+            if ptrs[self.rank] != flags.data_ptr():
+                raise RuntimeError(f"symmetric memory: rank {self.rank}'s flags are not at {ptrs[self.rank]:#x}")
+            torch.cuda.synchronize()
+            self.barrier()  # every rank's flags zeroed before any peer signals into them
+            self._flags = (flags, handle, torch.tensor(ptrs, dtype=torch.int64, device="cuda"))
+        return self._flags[0], self._flags[2]
+
+
+_KERNELS: tuple[Any, Any] | None = None
+
+
+def _kernels() -> tuple[Any, Any]:
+    """(rank barrier, idle wait), compiled at first use: Triton is imported only by a worker that times on GPUs."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _define_kernels()
+    return _KERNELS
+
+
+def _define_kernels() -> tuple[Any, Any]:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _harness_rank_barrier(flags_ptr, table_ptr, rank, WORLD: tl.constexpr):
+        # this rank's count of barriers, kept on the device: every rank passes the same number of them
+        epoch = tl.load(flags_ptr + WORLD) + 1
+        tl.store(flags_ptr + WORLD, epoch)
+        for p in tl.static_range(WORLD):  # signal: the epoch into slot `rank` of every rank's flags
+            peer = tl.load(table_ptr + p).to(tl.pointer_type(tl.int32))
+            tl.atomic_xchg(peer + rank, epoch, sem="release", scope="sys")
+        for p in tl.static_range(WORLD):  # wait: every rank has signalled this epoch (or a later one)
+            seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
+            while seen < epoch:
+                seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
+
+    @triton.jit(do_not_specialize=["ns"])
+    def _harness_idle(ns):
+        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+        now = start
+        while now - start < ns:
+            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
+                                            pack=1)  # fmt: skip
+
+    return _harness_rank_barrier, _harness_idle

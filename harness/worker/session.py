@@ -157,9 +157,8 @@ class Session:
         entry = self.prepared[key]
         self.prepared.move_to_end(key)
         # a rank's inputs include symmetric-memory buffers its peers write through: they stay where they are
-        op, rehome = self._op(entry, shuffle, move_inputs and self.ranks is None)
-        if self.ranks is not None:
-            op = self._in_step(op)
+        raw, rehome = self._op(entry, shuffle, move_inputs and self.ranks is None)
+        op = raw if self.ranks is None else self._in_step(raw)
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self.timer.sync()
@@ -172,13 +171,15 @@ class Session:
         dev = self.nvml() if self.timing in ("cupti", "events") else None
         sampler = Sampler(dev) if dev is not None else NoSampler()
         try:
-            samples, dispatch = self._samples(op, n, idle_s, sampler, rehome, case)
+            samples, dispatch = self._samples(op, raw, n, idle_s, sampler, rehome, case)
         except Exception as exc:  # noqa: BLE001
             error = "timing: " + error_text(exc, (case["source"].partition(".py:")[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
         res: dict[str, Any] = {"case_id": case["case_id"], "status": "ok", "n": len(samples)}
         if samples:
             res["time_us"] = statistics.median(samples)
+            if self.ranks is not None:  # the group takes the slowest rank launch by launch (run/group.py)
+                res["samples_us"] = [round(x, 4) for x in samples]
         if dispatch:
             res["dispatch_us"] = dispatch
         if dev is not None:
@@ -223,14 +224,19 @@ class Session:
         self.timer.sync()
         return (time.perf_counter() - t0) / 3 * 1e6
 
-    def _samples(self, op: Any, n: int, idle_s: float, sampler: Any, rehome: Any, case: dict[str, Any]) -> tuple:
+    def _samples(
+        self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, case: dict[str, Any]
+    ) -> tuple:
+        """``op``: the launch as warmed up (a rank's meets its peers on the host first); ``raw``: the launch alone,
+        which a rank's GPU timers queue behind their own device-side barrier instead (lockstep)."""
         # inputs moved before every launch, which is timed: on an H100 the first launch at a new place read the
         # same as the next ones (launch_trace.py --every 2), so no untimed launch after a move
         every = 1 if rehome is not None else 0
+        step = self.ranks
         if self.timing == "cupti":
-            return self.timer.cupti(op, n, idle_s, sampler, rehome, every)
+            return self.timer.cupti(raw, n, idle_s, sampler, rehome, every, step=step)
         if self.timing == "events":
-            return self.timer.events(op, n, sampler, rehome, every), None
+            return self.timer.events(raw, n, sampler, rehome, every, step=step), None
         if self.timing == "rocprofv3":
             return self.timer.markers(op, n, int(case.get("index", 0)), int(case.get("rep", 0))), None
         return self.timer.wallclock(op, n), None

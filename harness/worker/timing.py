@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.worker.group import HELPER_PREFIX
 from harness.worker.placement import launch_plan
 from harness.worker.telemetry import NoSampler
 
@@ -74,7 +75,7 @@ def attribute_dispatches(
             if cur is not None:
                 groups.append(cur)
             cur = []
-        elif cur is not None:
+        elif cur is not None and not name.startswith(HELPER_PREFIX):  # a rank barrier, an idle wait: not the op's
             cur.append((name, us))
     if cur is not None:
         groups.append(cur)
@@ -150,12 +151,14 @@ class Timer:
         rehome=None,  # noqa: ANN001
         every: int = 0,
         warm: bool = False,
+        step=None,  # noqa: ANN001 - a group.Ranks: the ranks' launches in lockstep
     ) -> list[float]:
         torch = self.torch
         sampler = sampler or NoSampler()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         timed = iter(ev)
         with sampler:
+            self._meet(step)
             for move, is_timed in launch_plan(n, every if rehome is not None else 0, warm):
                 if move:  # before the flush: the copies leave the inputs' tail in L2
                     sampler.busy = False
@@ -167,6 +170,7 @@ class Timer:
                 s, e = next(timed)
                 sampler.busy = True
                 self.flush()
+                self._in_step(step, 0.0)
                 s.record()
                 op()
                 e.record()
@@ -183,12 +187,16 @@ class Timer:
         rehome=None,  # noqa: ANN001 - a zero-argument callable that moves the inputs
         every: int = 0,
         warm: bool = False,
+        step=None,  # noqa: ANN001 - a group.Ranks: the ranks' launches in lockstep
     ) -> tuple[list[float], dict[str, float]]:
         """Kernel-only device time through CUPTI (torch.profiler): the op's own dispatches between flushes;
         with ``idle_s`` the GPU idles that long (flush done) before every launch. ``sampler`` records the SM
         clock while the launches run (not during the idle gaps). With ``rehome``, every ``every`` launches the
         inputs move (byte copies: memcpys, which the kernel list leaves out); with ``warm`` one untimed launch
-        follows each move, its own flush-delimited invocation, dropped from the samples."""
+        follows each move, its own flush-delimited invocation, dropped from the samples. With ``step`` (one rank
+        of a multi-GPU case) the ranks meet once, then every launch is queued behind a device-side barrier of the
+        ranks and the idle gap is a device-side wait (harness/worker/group.py): the op starts on every GPU
+        together, however each host was doing."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
@@ -196,6 +204,7 @@ class Timer:
         plan = launch_plan(n, every if rehome is not None else 0, warm)
         self.flush()
         with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
+            self._meet(step)
             for move, is_timed in plan:
                 if move:  # before the flush: the copies leave the inputs' tail in L2
                     sampler.busy = False
@@ -205,7 +214,9 @@ class Timer:
                     op()
                     continue
                 self.flush()
-                if idle_s:
+                if step is not None:
+                    self._in_step(step, idle_s)
+                elif idle_s:
                     torch.cuda.synchronize()
                     sampler.busy = False
                     time.sleep(idle_s)
@@ -215,6 +226,19 @@ class Timer:
             sampler.busy = False
         untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
         return attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=untimed)
+
+    def _meet(self, step) -> None:  # noqa: ANN001
+        """The ranks meet on the host once a rep, their GPUs idle: the launches after it are queued back to back."""
+        if step is not None:
+            self.sync()
+            step.barrier()
+
+    @staticmethod
+    def _in_step(step, idle_s: float) -> None:  # noqa: ANN001
+        """Before a rank's timed launch: the idle gap and the barrier of the ranks, both on the GPU."""
+        if step is not None:
+            step.idle(idle_s)
+            step.align()
 
     def markers(self, op: Op, n: int, index: int, rep: int) -> list[float]:
         """Under rocprofv3 the trace is read by the driver after this process exits; here only the launches

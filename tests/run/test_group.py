@@ -73,6 +73,22 @@ def test_answers_combine_to_the_slowest_rank():
                                                                        "skew_pct": pytest.approx(100 * (12.5 / 10.5 - 1))}  # fmt: skip
 
 
+def test_lockstep_samples_combine_launch_by_launch_to_the_slowest_rank():
+    """With every rank's launch-by-launch samples, launch i ran on all GPUs together: the rep's time is the median
+    over launches of the slowest rank's time of that launch (here 11, where the slowest rank's median is 10.5), the
+    per-rank medians and their skew are kept, the samples themselves are not, and the self-check is taken."""
+    r0 = [10.0, 11.0, 10.0, 11.0, 10.0]
+    r1 = [11.0, 10.0, 11.0, 10.0, 10.5]
+    ans = combine("time", [{"status": "ok", "time_us": 10.0, "samples_us": r0},
+                           {"status": "ok", "time_us": 10.5, "samples_us": r1}])  # fmt: skip
+    assert ans["time_us"] == 11.0 and ans["rank_times_us"] == [10.0, 10.5]
+    assert ans["skew_pct"] == pytest.approx(5.0) and "samples_us" not in ans
+    assert ans["halves_pct"] == pytest.approx(0.0)  # even launches 11, 11, 10.5 -> 11; odd 11, 11 -> 11
+    uneven = combine("time", [{"status": "ok", "time_us": 1.0, "samples_us": [1.0] * 5},
+                              {"status": "ok", "time_us": 1.0, "samples_us": [1.0] * 4}])  # fmt: skip
+    assert uneven["time_us"] == 1.0 and "halves_pct" not in uneven  # no launch-by-launch pairing: medians
+
+
 @pytest.mark.slow
 def test_a_suite_of_multi_rank_cases_runs_in_worker_groups(tmp_path):
     out = tmp_path / "g.csv"
@@ -82,7 +98,8 @@ def test_a_suite_of_multi_rank_cases_runs_in_worker_groups(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     df = load_results(out).set_index(["kernel", "case_id"])
     timed = ("ok", "unstable")  # wallclock on a busy 2-core machine
-    for key, ranks in ((("allgather_rows", "N8_W2"), 2), (("allgather_rows", "N8_W3"), 3)):
+    for key, ranks in ((("allgather_rows", "N8_W2"), 2), (("allgather_rows", "N8_W3"), 3),
+                       (("allgather_rows", "N8_W4"), 4)):  # fmt: skip
         row = df.loc[key]
         assert row["status"] in timed and row["world_size"] == ranks and row["rel_err"] == 0.0
         assert len(json.loads(row["rank_times_us"])) == ranks

@@ -20,6 +20,21 @@ def test_attribute_dispatches_groups_by_flush_and_drops_untimed_launches():
         attribute_dispatches(events, F, 6)
 
 
+def test_the_harness_own_kernels_between_flushes_are_not_the_op():
+    """A rank's lockstep launch is flush, idle wait, rank barrier, op: only the op's dispatches are its time, and an
+    op kernel whose name merely contains 'barrier' (the fused kernel's symmetric-memory barriers) stays in."""
+    from harness.worker.timing import attribute_dispatches
+
+    F = "_harness_l2_flush"
+    events = []
+    for gemm in (20.0, 22.0):
+        events += [(F, 85.0), ("_harness_idle", 40.0), ("_harness_rank_barrier", 3.0)]
+        events += [("c10d::symmetric_memory::barrier_kernel", 2.0), ("gemm", gemm), ("barrier_kernel", 1.0)]
+    times, per_name = attribute_dispatches(events, F, 2)
+    assert times == [23.0, 25.0]
+    assert set(per_name) == {"0:c10d::symmetric_memory::barrier_kernel", "1:gemm", "2:barrier_kernel"}
+
+
 def test_auto_launch_count_and_gap():
     from harness.worker.timing import AUTO_MIN_LAUNCHES, auto_idle_s, auto_launches
 

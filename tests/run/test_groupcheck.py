@@ -1,0 +1,43 @@
+"""The guard on multi-GPU times (harness/run/groupcheck.py): ranks that disagree, or a rep that cannot tell itself
+from itself, make the case unstable with the reason; agreeing ranks pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.run.cases import CaseState, group_problem
+from harness.run.groupcheck import MAX_SKEW_PCT, SELF_CHECK_PCT, halves_pct
+from harness.run.groupcheck import group_problem as problem
+
+
+def test_halves_compare_the_even_and_the_odd_launches():
+    assert halves_pct([10.0, 10.2, 10.0, 10.2, 10.0, 10.2]) == pytest.approx(2.0)
+    assert halves_pct([10.0, 10.0, 12.0, 12.0]) == pytest.approx(0.0)  # drift reaches both halves alike
+    assert halves_pct([1.0, 2.0, 3.0]) is None  # too few launches to split
+
+
+def test_ranks_apart_beyond_the_bound_are_no_verdict():
+    assert problem(1.0, [0.3, 0.5, 0.2]) == ""
+    why = problem(255.0, [0.3])  # what the issue saw at W = 2 with each rank launching on its own
+    assert why.startswith("ranks disagree: skew 255.0 %") and f"> {MAX_SKEW_PCT:g} %" in why
+    assert problem(MAX_SKEW_PCT, []) == ""  # at the bound: still judged
+
+
+def test_a_rep_that_differs_from_itself_is_no_verdict():
+    why = problem(0.5, [3.0, 4.0, 0.1])
+    assert why.startswith("A/A self-check failed") and "3.0 %" in why and f"> {SELF_CHECK_PCT:g} %" in why
+    assert problem(0.5, [3.0, 0.1, 0.2]) == ""  # the median rep decides: one rough rep is not enough
+    assert problem(None, [None, None]) == ""  # wallclock groups under the interpreter: nothing to check
+
+
+def test_a_case_state_is_judged_by_its_ranks_only_when_it_has_them():
+    class _Case:
+        name, case_id = "k", "c"
+
+    st = CaseState(case=_Case(), request={})  # type: ignore[arg-type]
+    st.add_rep(10.0, None, None)
+    assert group_problem(st) == ""  # a single-GPU case
+    for r in ([10.0, 14.0], [10.0, 14.2], [10.1, 14.1]):
+        st.add_rep(14.0, None, None, r, 0.2)
+    assert group_problem(st).startswith("ranks disagree: skew 41.0 %")
+    assert st.halves == [0.2, 0.2, 0.2]
