@@ -383,8 +383,9 @@ PY
       ;;
     mg-aa|mg-three)  # W = 2 (and 1) in lockstep timing: golden twice (mg-aa), or golden, TOT and golden again
                      # (mg-three), reps interleaved; FILTER (mg-aa default: every W = 2 case; mg-three: W <= 2);
-                     # then compare, A/A and the ranks' figures (multigpu_stats.py): RESULTS/STEP/
-      M="$R/$step"; mkdir -p "$M"
+                     # then compare, A/A and the ranks' figures (multigpu_stats.py): RESULTS/STEP[-TAG]/
+                     # (HARNESS_LOCKSTEP=0: the method before lockstep, for docs/multigpu-timing.md)
+      M="$R/$step${TAG:+-$TAG}"; mkdir -p "$M"
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       stamp "$step start"
       if [ "$step" = mg-aa ]; then
@@ -393,7 +394,7 @@ PY
       else
         hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
           --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" --suite suites/multigpu.yaml \
-          --filter "${FILTER:-^(?!.*_W4$)}" --compile-jobs 8 --resume 2>&1 | tail -3
+          --filter "${FILTER:-^(?!.*_W4)}" --compile-jobs 8 --resume 2>&1 | tail -3
         h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" >"$M/compare.txt" 2>&1 || true
       fi
       h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
@@ -411,7 +412,7 @@ PY
     mg-sweep)  # the Iris seed's sweep: every config of suites/sweep_multigpu.yaml at W = 1 and 2, golden, one rep
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       stamp "mg-sweep start"
-      hrun --env envs/golden.yaml --suite suites/sweep_multigpu.yaml --filter "${FILTER:-^(?!.*_W4$)}" \
+      hrun --env envs/golden.yaml --suite suites/sweep_multigpu.yaml --filter "${FILTER:-^(?!.*_W4)}" \
         --out "$R/mg-sweep.csv" --reps 1 --launches 10 --compile-jobs 16 --resume 2>&1 | tail -3
       stamp "mg-sweep end"
       ;;

@@ -233,6 +233,10 @@ class Session:
         # same as the next ones (launch_trace.py --every 2), so no untimed launch after a move
         every = 1 if rehome is not None else 0
         step = self.ranks
+        if step is not None and os.environ.get("HARNESS_LOCKSTEP") == "0":
+            # the method before lockstep, kept for the comparison in docs/multigpu-timing.md: every launch after a
+            # host barrier, each rank queueing it whenever its host gets there
+            step, raw = None, op
         if self.timing == "cupti":
             return self.timer.cupti(raw, n, idle_s, sampler, rehome, every, step=step)
         if self.timing == "events":
