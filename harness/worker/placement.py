@@ -46,17 +46,18 @@ def launch_plan(n: int, every: int = 0, warm: bool = False) -> list[tuple[bool, 
     return plan
 
 
-def rehomed(inputs: dict[str, Any], empty, rng: random.Random) -> dict[str, Any]:  # noqa: ANN001
+def rehomed(inputs: dict[str, Any], empty, rng: random.Random, stays=None) -> dict[str, Any]:  # noqa: ANN001
     """``inputs`` with every tensor copied to a new random place: a fresh byte buffer from ``empty(nbytes)`` with
     room to spare, the tensor starting at a random multiple of PLACE_ALIGN bytes in it, same dtype, shape and
     strides. Other values are kept. Where a kernel's inputs sit in memory can set its speed by a few % (DRAM
     channel and page mapping), and it stays put for a process's life: sampled once a process, it is noise between
     processes that the reps never see. Sampled several times a rep, the rep's median is the time at a typical
     placement (compare Stabilizer's heap randomization). The copies are raw bytes (memcpys: no kernel), and
-    tensors that shared storage no longer do: inputs must be read-only operands and output buffers."""
+    tensors that shared storage no longer do: inputs must be read-only operands and output buffers. A tensor for
+    which ``stays(t)`` is true keeps its place (a multi-GPU rank's symmetric memory, which its peers address)."""
     out: dict[str, Any] = {}
     for name, t in inputs.items():
-        if not hasattr(t, "untyped_storage") or t.numel() == 0:
+        if not hasattr(t, "untyped_storage") or t.numel() == 0 or (stays is not None and stays(t)):
             out[name] = t
             continue
         es = t.element_size()

@@ -157,7 +157,7 @@ class Session:
         entry = self.prepared[key]
         self.prepared.move_to_end(key)
         # a rank's inputs include symmetric-memory buffers its peers write through: they stay where they are
-        raw, rehome = self._op(entry, shuffle, move_inputs and self.ranks is None)
+        raw, rehome = self._op(entry, shuffle, move_inputs and self._stays() is not None)
         op = raw if self.ranks is None else self._in_step(raw)
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
@@ -202,9 +202,21 @@ class Session:
         if move_inputs and self.timing in ("cupti", "events"):
 
             def rehome() -> None:
-                entry.inputs = rehomed(entry.inputs, empty, self._rng)
+                entry.inputs = rehomed(entry.inputs, empty, self._rng, self._stays())
 
         return shuffled(launch, empty, self._rng), rehome
+
+    def _stays(self) -> Any:
+        """Which input tensors must keep their place when the inputs move: none on one GPU; a rank's symmetric
+        memory (its peers store into it through pointers they hold), told by torch; None — nothing may move —
+        where this torch cannot tell."""
+        if self.ranks is None:
+            return lambda t: False
+        try:
+            from torch.distributed._symmetric_memory import is_symm_mem_tensor
+        except ImportError:
+            return None
+        return is_symm_mem_tensor
 
     def _in_step(self, op: Any) -> Any:
         """``op`` after every rank has reached it: a multi-GPU op starts on all GPUs together, as in a model."""

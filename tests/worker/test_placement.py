@@ -85,3 +85,16 @@ def test_rehomed_inputs_keep_values_and_layout_at_a_new_aligned_place():
         out["x"].fill_(0)  # a copy, not a view of the caller's tensor
         assert x.abs().sum() > 0
     assert len({at for name, at in offsets if name == "x"}) > 10, "the place varies from call to call"
+
+
+def test_tensors_that_must_stay_keep_their_place():
+    """A rank's symmetric memory is where its peers store: moving it would time stores into a copy nobody reads."""
+    import random
+
+    import torch
+
+    from harness.worker.placement import rehomed
+
+    a, y = torch.randn(4, 4), torch.zeros(4, 8)
+    out = rehomed({"a": a, "y": y}, lambda n: torch.empty(n, dtype=torch.uint8), random.Random(0), lambda t: t is y)
+    assert out["y"] is y and out["a"] is not a and torch.equal(out["a"], a)
