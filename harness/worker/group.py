@@ -3,7 +3,9 @@ before any case, the ranks held in lockstep while a rep is timed, and NVLink mul
 
 Lockstep (docs/multigpu-timing.md says why, with the numbers that decided it): a collective's time on one rank
 includes waiting for its peers, so a time whose ranks started apart measures when each host reached the launch,
-not the op. Every timed launch is therefore queued behind a **device-side barrier** of the ranks
+not the op. A rank queues its launches behind a **gate** (a kernel that holds its GPU until the host has queued
+the next GATE_EVERY launches), so no launch waits for its host; and every timed launch behind a **device-side
+barrier** of the ranks
 (``_harness_rank_barrier``: each rank signals every peer through symmetric memory and waits for all of them, on
 its own stream), so the op starts on all GPUs together whatever each host was doing; the GPU idle gap is a
 device-side wait too (``_harness_idle``), so no host sleep lets one rank's queue drain. The host only meets its
@@ -26,6 +28,11 @@ from typing import Any
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 #: kernels of the harness's own that the timers leave out of an op's dispatches (the L2 flush delimits them)
 HELPER_PREFIX = "_harness_"
+#: a gate lets the GPU go after this long even if the host never released it (a full launch queue)
+GATE_TIMEOUT_S = 2.0
+#: launches queued behind one gate: few enough that the queue never fills (each launch is up to ~10 entries:
+#: flush, idle, barrier, the op's kernels, input copies)
+GATE_EVERY = 10
 
 
 def world_size() -> int:
@@ -60,6 +67,7 @@ class Ranks:
         self.host = dist.new_group(backend="gloo") if self.cuda else dist.group.WORLD
         self.torch = torch
         self._flags: Any = None  # the device barrier's symmetric buffer, made at first use
+        self._gate: Any = None  # the gate's flag in pinned host memory, made at first use
 
     def barrier(self) -> None:
         self.dist.barrier(group=self.host)
@@ -90,6 +98,25 @@ class Ranks:
             return
         _kernels()[1][(1,)](int(seconds * 1e9), num_warps=1)
 
+    def gate(self) -> Any:
+        """Hold this rank's GPU (a kernel polling a flag in pinned host memory) until the returned function is
+        called: the host queues the launches behind it, so they run back to back however slowly the host queued
+        them (nvbench's blocking kernel). Released after GATE_TIMEOUT_S regardless: a full launch queue must not
+        deadlock the host against the held GPU. No-op without GPUs."""
+        if not self.cuda or self.torch.version.hip:
+            return lambda: None
+        if self._gate is None:
+            self._gate = self.torch.zeros(1, dtype=self.torch.int32, pin_memory=True)
+            self._gate_epoch = 0
+        self._gate_epoch += 1
+        epoch, flag = self._gate_epoch, self._gate
+        _kernels()[2][(1,)](flag.data_ptr(), epoch, int(GATE_TIMEOUT_S * 1e9), num_warps=1)
+
+        def release() -> None:
+            flag[0] = epoch
+
+        return release
+
     def _device_flags(self) -> tuple[Any, Any]:
         """Each rank's flags in symmetric memory — slot p: the last barrier peer p signalled here; slot W: this
         rank's own barrier count — and the device table of every rank's flags address."""
@@ -112,18 +139,18 @@ class Ranks:
         return self._flags[0], self._flags[2]
 
 
-_KERNELS: tuple[Any, Any] | None = None
+_KERNELS: tuple[Any, Any, Any] | None = None
 
 
-def _kernels() -> tuple[Any, Any]:
-    """(rank barrier, idle wait), compiled at first use: Triton is imported only by a worker that times on GPUs."""
+def _kernels() -> tuple[Any, Any, Any]:
+    """(rank barrier, idle wait, gate), compiled at first use: Triton is imported only by a worker timing GPUs."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _define_kernels()
     return _KERNELS
 
 
-def _define_kernels() -> tuple[Any, Any]:
+def _define_kernels() -> tuple[Any, Any, Any]:
     import triton
     import triton.language as tl
 
@@ -148,4 +175,14 @@ def _define_kernels() -> tuple[Any, Any]:
             now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
                                             pack=1)  # fmt: skip
 
-    return _harness_rank_barrier, _harness_idle
+    @triton.jit(do_not_specialize=["addr", "epoch", "timeout_ns"])
+    def _harness_gate(addr, epoch, timeout_ns):
+        # the flag's host address is valid on the GPU (pinned memory, unified addressing); volatile: re-read
+        flag = addr.to(tl.pointer_type(tl.int32))
+        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+        now = start
+        while (tl.load(flag, volatile=True) < epoch) & (now - start < timeout_ns):
+            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
+                                            pack=1)  # fmt: skip
+
+    return _harness_rank_barrier, _harness_idle, _harness_gate

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.worker.group import HELPER_PREFIX
+from harness.worker.group import GATE_EVERY, HELPER_PREFIX
 from harness.worker.placement import launch_plan
 from harness.worker.telemetry import NoSampler
 
@@ -90,6 +90,28 @@ def attribute_dispatches(
     return [sum(us for _, us in g) for g in groups], {k: statistics.median(v) for k, v in per_name.items()}
 
 
+class Gates:
+    """A rank's launches in chunks of GATE_EVERY, each queued behind a gate that opens once the next chunk is
+    queued (group.Ranks.gate): the GPU runs a chunk without waiting for its host. Nothing for a single GPU."""
+
+    def __init__(self, step) -> None:  # noqa: ANN001 - a group.Ranks or None
+        self.step, self.held, self.count = step, None, 0
+
+    def before_launch(self) -> None:
+        if self.step is None:
+            return
+        if self.count % GATE_EVERY == 0:
+            new = self.step.gate()
+            self.open()
+            self.held = new
+        self.count += 1
+
+    def open(self) -> None:
+        if self.held is not None:
+            self.held()
+            self.held = None
+
+
 class Timer:
     """The timing loops of one worker process, with its flush kernel (compiled on first use)."""
 
@@ -157,23 +179,28 @@ class Timer:
         sampler = sampler or NoSampler()
         ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         timed = iter(ev)
+        gates = Gates(step)
         with sampler:
             self._meet(step)
-            for move, is_timed in launch_plan(n, every if rehome is not None else 0, warm):
-                if move:  # before the flush: the copies leave the inputs' tail in L2
-                    sampler.busy = False
-                    rehome()
-                if not is_timed:
+            try:
+                for move, is_timed in launch_plan(n, every if rehome is not None else 0, warm):
+                    gates.before_launch()
+                    if move:  # before the flush: the copies leave the inputs' tail in L2
+                        sampler.busy = False
+                        rehome()
+                    if not is_timed:
+                        self.flush()
+                        op()
+                        continue
+                    s, e = next(timed)
+                    sampler.busy = True
                     self.flush()
+                    self._in_step(step, 0.0)
+                    s.record()
                     op()
-                    continue
-                s, e = next(timed)
-                sampler.busy = True
-                self.flush()
-                self._in_step(step, 0.0)
-                s.record()
-                op()
-                e.record()
+                    e.record()
+            finally:
+                gates.open()
             torch.cuda.synchronize()
             sampler.busy = False
         return [s.elapsed_time(e) * 1e3 for s, e in ev]
@@ -203,25 +230,30 @@ class Timer:
         sampler = sampler or NoSampler()
         plan = launch_plan(n, every if rehome is not None else 0, warm)
         self.flush()
+        gates = Gates(step)
         with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
             self._meet(step)
-            for move, is_timed in plan:
-                if move:  # before the flush: the copies leave the inputs' tail in L2
-                    sampler.busy = False
-                    rehome()
-                if not is_timed:  # its own flush-delimited invocation, dropped below
+            try:
+                for move, is_timed in plan:
+                    gates.before_launch()
+                    if move:  # before the flush: the copies leave the inputs' tail in L2
+                        sampler.busy = False
+                        rehome()
+                    if not is_timed:  # its own flush-delimited invocation, dropped below
+                        self.flush()
+                        op()
+                        continue
                     self.flush()
+                    if step is not None:
+                        self._in_step(step, idle_s)
+                    elif idle_s:
+                        torch.cuda.synchronize()
+                        sampler.busy = False
+                        time.sleep(idle_s)
+                    sampler.busy = True
                     op()
-                    continue
-                self.flush()
-                if step is not None:
-                    self._in_step(step, idle_s)
-                elif idle_s:
-                    torch.cuda.synchronize()
-                    sampler.busy = False
-                    time.sleep(idle_s)
-                sampler.busy = True
-                op()
+            finally:
+                gates.open()
             torch.cuda.synchronize()
             sampler.busy = False
         untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
