@@ -390,11 +390,11 @@ PY
       stamp "$step start"
       if [ "$step" = mg-aa ]; then
         hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" \
-          --suite suites/multigpu.yaml --filter "${FILTER:-_W2$}" --compile-jobs 8 --resume 2>&1 | tail -3
+          --suite suites/multigpu.yaml --filter "${FILTER:-_W2$}" --compile-jobs 8 --resume ${RUN_ARGS:-} 2>&1 | tail -3
       else
         hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
           --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" --suite suites/multigpu.yaml \
-          --filter "${FILTER:-^(?!.*_W4)}" --compile-jobs 8 --resume 2>&1 | tail -3
+          --filter "${FILTER:-^(?!.*_W4)}" --compile-jobs 8 --resume ${RUN_ARGS:-} 2>&1 | tail -3
         h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" >"$M/compare.txt" 2>&1 || true
       fi
       h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
