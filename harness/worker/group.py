@@ -33,6 +33,8 @@ GATE_TIMEOUT_S = 2.0
 #: launches queued behind one gate: few enough that the queue never fills (each launch is up to ~10 entries:
 #: flush, idle, barrier, the op's kernels, input copies)
 GATE_EVERY = 10
+#: a device barrier gives up after this long (the ranks queued different launches): the case fails, never hangs
+BARRIER_TIMEOUT_S = 20.0
 
 
 def world_size() -> int:
@@ -85,7 +87,18 @@ class Ranks:
         if not self.cuda:
             return
         flags, table = self._device_flags()
-        _kernels()[0][(1,)](flags, table, self.rank, WORLD=self.world, num_warps=1)
+        _kernels()[0][(1,)](flags, table, self.rank, int(BARRIER_TIMEOUT_S * 1e9), WORLD=self.world, num_warps=1)
+
+    def broken(self) -> str:
+        """Why this rank's lockstep can no longer be trusted ('' when it can): a device barrier that timed out
+        means the ranks queued different launch sequences, and their barrier counts now disagree for good."""
+        if self._flags is None:
+            return ""
+        missed = int(self._flags[0][self.world + 1].item())
+        if not missed:
+            return ""
+        return (f"rank {self.rank}: {missed} device barrier(s) of the ranks timed out after {BARRIER_TIMEOUT_S:g} s "
+                "(the ranks queued different launches)")  # fmt: skip
 
     def idle(self, seconds: float) -> None:
         """The GPU waits ``seconds`` (a one-thread kernel reading the global timer) without the host waiting:
@@ -119,7 +132,8 @@ class Ranks:
 
     def _device_flags(self) -> tuple[Any, Any]:
         """Each rank's flags in symmetric memory — slot p: the last barrier peer p signalled here; slot W: this
-        rank's own barrier count — and the device table of every rank's flags address."""
+        rank's own barrier count; slot W + 1: its barriers that timed out — and the device table of every rank's
+        flags address."""
         if self._flags is None:
             import torch.distributed._symmetric_memory as symm_mem
 
@@ -127,7 +141,7 @@ class Ranks:
             name = self.dist.group.WORLD.group_name
             if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed before torch 2.9 made it implicit
                 symm_mem.enable_symm_mem_for_group(name)
-            flags = symm_mem.empty((self.world + 1,), dtype=torch.int32, device=torch.device("cuda"))
+            flags = symm_mem.empty((self.world + 2,), dtype=torch.int32, device=torch.device("cuda"))
             handle = symm_mem.rendezvous(flags, name)
             flags.zero_()
             ptrs = [int(p) + int(getattr(handle, "offset", 0)) for p in handle.buffer_ptrs]
@@ -154,18 +168,24 @@ def _define_kernels() -> tuple[Any, Any, Any]:
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def _harness_rank_barrier(flags_ptr, table_ptr, rank, WORLD: tl.constexpr):
+    @triton.jit(do_not_specialize=["timeout_ns"])
+    def _harness_rank_barrier(flags_ptr, table_ptr, rank, timeout_ns, WORLD: tl.constexpr):
         # this rank's count of barriers, kept on the device: every rank passes the same number of them
         epoch = tl.load(flags_ptr + WORLD) + 1
         tl.store(flags_ptr + WORLD, epoch)
         for p in tl.static_range(WORLD):  # signal: the epoch into slot `rank` of every rank's flags
             peer = tl.load(table_ptr + p).to(tl.pointer_type(tl.int32))
             tl.atomic_xchg(peer + rank, epoch, sem="release", scope="sys")
+        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
         for p in tl.static_range(WORLD):  # wait: every rank has signalled this epoch (or a later one)
             seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
-            while seen < epoch:
+            now = start
+            while (seen < epoch) & (now - start < timeout_ns):
                 seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
+                now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                                is_pure=False, pack=1)  # fmt: skip
+            if seen < epoch:  # a peer never came: counted, so the host fails the case instead of hanging
+                tl.atomic_add(flags_ptr + WORLD + 1, 1)
 
     @triton.jit(do_not_specialize=["ns"])
     def _harness_idle(ns):

@@ -136,12 +136,24 @@ class Session:
                 self.prepared.popitem(last=False)
             return
         limit = self.mem_budget * self.torch.cuda.get_device_properties(0).total_memory
-        while self.prepared and self.torch.cuda.memory_allocated() > limit:
+        while self.prepared and self._allocated() > limit:
             key = next(iter(self.prepared))
             if key == keep:
                 break
             del self.prepared[key]
             self._release()
+
+    def _allocated(self) -> float:
+        """GPU bytes in use, the most of any rank in a group: every rank then evicts the same cases. A rank that
+        dropped a case its peers kept would rebuild it alone, and its inputs' collective set-up (a symmetric-memory
+        rendezvous) would wait for peers that never come: a run on two H100s hung so."""
+        used = float(self.torch.cuda.memory_allocated())
+        return used if self.ranks is None else self.ranks.max_over_ranks(used)
+
+    def _missing(self, key: str) -> bool:
+        """Whether ``key`` must be prepared again — by every rank of a group if any rank lacks it."""
+        missing = key not in self.prepared
+        return missing if self.ranks is None else self.ranks.max_over_ranks(float(missing)) > 0
 
     # -------------------------------------------------------------------------------------------- time
     def time(
@@ -150,7 +162,8 @@ class Session:
         """One rep: ``n`` timed launches (0: as many as ~40 ms of kernel time), each after an L2 flush and, with
         ``gap``, an idle GPU; the median, the per-dispatch medians and the GPU's telemetry."""
         key = self.key(case)
-        if key not in self.prepared:  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
+        if self._missing(key):  # evicted, or a fresh worker: rebuild (cache hit compile; checked in phase 1)
+            self.prepared.pop(key, None)
             p = self.prepare(case, check=False)
             if p["status"] != "ok":
                 return p
@@ -175,6 +188,9 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             error = "timing: " + error_text(exc, (case["source"].partition(".py:")[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
+        broken = self.ranks.broken() if self.ranks is not None else ""
+        if broken:  # the samples were taken out of lockstep: no time, and the worker exits (context_lost)
+            return {"case_id": case["case_id"], "status": "runtime_error", "error": "timing: " + broken}
         res: dict[str, Any] = {"case_id": case["case_id"], "status": "ok", "n": len(samples)}
         if samples:
             res["time_us"] = statistics.median(samples)
@@ -264,6 +280,8 @@ class Session:
         fails. Probed with a synchronize after a failed request."""
         if self.backend == "interp":
             return ""
+        if self.ranks is not None and self.ranks.broken():
+            return self.ranks.broken()
         try:
             self.torch.cuda.synchronize()
             self.torch.empty(1, device="cuda").fill_(0).item()

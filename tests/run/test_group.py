@@ -115,3 +115,27 @@ def test_a_suite_of_multi_rank_cases_runs_in_worker_groups(tmp_path):
 
 def pd_isna(v) -> bool:
     return v is None or v != v or v == ""
+
+
+def test_every_rank_rebuilds_a_case_any_rank_lacks():
+    """A rank that evicted a case its peers kept would rebuild it alone, and the inputs' collective set-up would
+    wait for peers that never come (a run on two H100s hung so): the decision is the group's."""
+    from collections import OrderedDict
+
+    from harness.worker.session import Session
+
+    class Group:  # rank 0's view of a two-rank group whose rank 1 no longer holds "k/b"
+        def __init__(self, peer: dict[str, float]):
+            self.peer = peer
+
+        def max_over_ranks(self, value: float) -> float:
+            return max(value, self.peer.pop("value"))
+
+    s = Session.__new__(Session)
+    s.prepared = OrderedDict({"k/a": None, "k/b": None})
+    s.ranks = Group({"value": 1.0})
+    assert s._missing("k/b")  # here, but not on rank 1
+    s.ranks = Group({"value": 0.0})
+    assert not s._missing("k/a")
+    s.ranks = None
+    assert s._missing("k/c") and not s._missing("k/a")
