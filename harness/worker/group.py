@@ -177,10 +177,13 @@ def _define_kernels() -> tuple[Any, Any, Any]:
             peer = tl.load(table_ptr + p).to(tl.pointer_type(tl.int32))
             tl.atomic_xchg(peer + rank, epoch, sem="release", scope="sys")
         start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+        # once one barrier timed out the counts disagree for good: the rest of the rep runs unsynchronized, at
+        # once, so a rank that stopped queueing costs its peers one timeout, not one per launch
+        patience = tl.where(tl.load(flags_ptr + WORLD + 1) > 0, 0, timeout_ns)
         for p in tl.static_range(WORLD):  # wait: every rank has signalled this epoch (or a later one)
             seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
             now = start
-            while (seen < epoch) & (now - start < timeout_ns):
+            while (seen < epoch) & (now - start < patience):
                 seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
                 now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
                                                 is_pure=False, pack=1)  # fmt: skip
