@@ -437,7 +437,7 @@ PY
 done
 if [ -n "${OUT:-}" ]; then  # the device tool brings back at most 8 files of 16 MiB
   tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' "$R"
-  tar czf "$OUT/logs.tgz" "$R"/*.logs 2>/dev/null || true
+  tar czf "$OUT/logs.tgz" "$R"/*.logs "$R"/*/*.logs 2>/dev/null || true
   for s in golden tot; do
     [ -d "$R/$s.artifacts" ] && tar cJf "$OUT/artifacts-$s.txz" -C "$R" "$s.artifacts"
   done
