@@ -43,3 +43,33 @@ def test_auto_launch_count_and_gap():
     assert auto_launches(6000.0) == AUTO_MIN_LAUNCHES == 30  # ms-long: the floor
     assert auto_idle_s(1000.0) == 0.002  # twice the kernel's time
     assert auto_idle_s(8000.0) == 0.010  # at most 10 ms
+
+
+def test_a_rank_opens_each_gate_only_once_the_next_chunk_is_queued():
+    """Lockstep (harness/worker/group.py): the GPU runs a chunk of GATE_EVERY launches from its queue while the host
+    queues the next one behind a new gate; the last gate opens after the last launch is queued."""
+    from harness.worker.group import GATE_EVERY
+    from harness.worker.timing import Gates
+
+    log: list[str] = []
+
+    class Step:
+        n = 0
+
+        def gate(self):
+            Step.n += 1
+            k = Step.n
+            log.append(f"gate{k}")
+            return lambda: log.append(f"open{k}")
+
+    gates = Gates(Step())
+    for i in range(2 * GATE_EVERY + 1):
+        gates.before_launch()
+        log.append(f"L{i}")
+    gates.open()
+    gates.open()  # idempotent: a finally after a normal end
+    g = GATE_EVERY
+    assert log[:2] == ["gate1", "L0"]
+    assert log[g : g + 4] == [f"L{g - 1}", "gate2", "open1", f"L{g}"]
+    assert log[-3:] == ["open2", f"L{2 * g}", "open3"] and log.count("open3") == 1
+    assert Gates(None).before_launch() is None  # one GPU: no gates
