@@ -77,10 +77,12 @@ def plan(
     singles = [c for c in cases if c.spec.world_size_of(c.params) == 1]
     steps = [(f"gpu{g}", [g], part) for g, part in zip(gpus, partition(singles, len(gpus), previous)) if part]
     worlds = sorted({c.spec.world_size_of(c.params) for c in cases} - {1})
+    too_big = {w: sum(c.spec.world_size_of(c.params) == w for c in cases) for w in worlds if w > len(gpus)}
+    if too_big:
+        need = ", ".join(f"{n} need {w}" for w, n in too_big.items())
+        raise HarnessError(f"--gpus: {sum(too_big.values())} cases need more GPUs than the {len(gpus)} given ({need})")
     for w in worlds:
         group = [c for c in cases if c.spec.world_size_of(c.params) == w]
-        if w > len(gpus):
-            raise HarnessError(f"--gpus: {len(group)} cases need {w} GPUs and only {len(gpus)} were given")
         steps.append((f"ranks{w}", gpus[:w], group))
     return steps
 

@@ -31,8 +31,12 @@ def test_the_plan_keeps_multi_gpu_cases_whole():
     steps = plan(cases, [4, 5, 6, 7], None)
     singles = [s for s in steps if s[0].startswith("gpu")]
     assert all(len(g) == 1 for _, g, _ in singles) and sum(len(c) for _, _, c in singles) == 1
-    assert [(n, g) for n, g, _ in steps[len(singles) :]] == [("ranks2", [4, 5]), ("ranks3", [4, 5, 6])]
-    with pytest.raises(HarnessError, match="need 3 GPUs and only 2"):
+    assert [(n, g) for n, g, _ in steps[len(singles) :]] == [
+        ("ranks2", [4, 5]),
+        ("ranks3", [4, 5, 6]),
+        ("ranks4", [4, 5, 6, 7]),
+    ]
+    with pytest.raises(HarnessError, match=r"2 cases need more GPUs than the 2 given \(1 need 3, 1 need 4\)"):
         plan(cases, [0, 1], None)
 
 
