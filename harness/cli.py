@@ -58,7 +58,15 @@ def compare(
         bool,
         typer.Option(
             "--fail-on-regression",
-            help="exit 1 on any regression or TOT failure (exit 2 if golden and TOT ran the same Triton)",
+            help="exit 1 on a confident regression or a TOT failure (exit 2 if golden and TOT ran the same "
+            "Triton); an ambiguous one (its 95 % interval straddles the limit) does not fail",
+        ),
+    ] = False,
+    fail_on_ambiguous: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-ambiguous",
+            help="stricter: exit 1 also on an ambiguous regression, or an ambiguous ok that may be one",
         ),
     ] = False,
     require_same_gpu: Annotated[
@@ -116,9 +124,10 @@ def compare(
         raise HarnessError(f"{golden} vs {tot}: {cmp.nothing_compared}")
     if require_same_gpu and cmp.other_gpu:
         raise HarnessError(f"--require-same-gpu: {cmp.other_gpu}")
-    if fail_on_regression and cmp.same_triton:
-        raise HarnessError(f"--fail-on-regression: {cmp.same_triton}")
-    if fail_on_regression and cmp.blocking:
+    gate = "--fail-on-ambiguous" if fail_on_ambiguous else "--fail-on-regression" if fail_on_regression else ""
+    if gate and cmp.same_triton:
+        raise HarnessError(f"{gate}: {cmp.same_triton}")
+    if (fail_on_regression and cmp.blocking) or (fail_on_ambiguous and cmp.strict_blocking):
         raise typer.Exit(1)
 
 

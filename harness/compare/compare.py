@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.compare.confidence import CONFIDENCE, evidence, may_regress, near_limit, rep_stats
 from harness.compare.notes import (
     SAME_GPU_WHY,
     clock_note,
@@ -43,6 +44,10 @@ COMPARE_COLUMNS = (
     "bytes",
     "peak",
     "note",
+    "confidence",
+    "noise_pct",
+    "delta_lo_pct",
+    "delta_hi_pct",
 )
 KEY = ["kernel", "case_id"]
 #: worst first: how compare tables are ordered
@@ -77,7 +82,31 @@ class Comparison:
 
     @property
     def blocking(self) -> int:
-        return int(self.table["verdict"].isin(BLOCKING).sum())
+        """Cases that fail ``--fail-on-regression``: TOT failures and regressions, but for ambiguous ones."""
+        t = self.table
+        ambiguous = t["confidence"] == "ambiguous" if "confidence" in t.columns else False
+        return int((t["verdict"].isin(BLOCKING) & ~ambiguous).sum())
+
+    def ambiguous_counts(self) -> dict[str, int]:
+        """Per verdict, the cases whose 95 % interval straddles a limit their verdict depends on."""
+        if "confidence" not in self.table.columns:
+            return {}
+        amb = self.table.loc[self.table["confidence"] == "ambiguous", "verdict"].astype(str)
+        return {str(k): int(n) for k, n in amb.value_counts().items()}
+
+    @property
+    def strict_blocking(self) -> int:
+        """Cases that fail ``--fail-on-ambiguous``: every TOT failure and regression, and every ambiguous ok that
+        may be a regression."""
+        t = self.table
+        if "confidence" not in t.columns:
+            return int(t["verdict"].isin(BLOCKING).sum())
+        with np.errstate(invalid="ignore", divide="ignore"):
+            limit_pct = 100.0 * (
+                t["limit_us"].to_numpy(dtype=np.float64) / t["golden_us"].to_numpy(dtype=np.float64) - 1
+            )
+        maybe = may_regress(t["verdict"].astype(str), t["confidence"].astype(str), t["delta_hi_pct"], limit_pct)
+        return int((maybe | (t["verdict"] == "failed_in_tot")).sum())
 
     @property
     def nothing_compared(self) -> str:
@@ -214,7 +243,30 @@ def compare_frames(
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
     cols["tot_config"] = tot_cfg.where(tot_cfg != cols["golden_config"], "")
     cols["note"] = _notes(j, vcode, pct)
+    cols.update(_evidence(j, gu, tu, vcode, rule))
     return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
+
+
+_JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
+
+
+def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule) -> dict[str, Any]:
+    """How sure each timed verdict is, from both stacks' rep times (confidence.py); 'unknown' without them.
+    Rep times are parsed only for cases near a limit (confidence.near_limit): the others are confident."""
+    u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
+    near = near_limit(gu, tu, vcode, rule) | (np.isin(vcode, list(_JUDGED)) & ((j.gsc == u) | (j.tsc == u)))
+    reps, counted = [], []
+    for df, rows in ((j.golden, j.gi), (j.tot, j.ti)):
+        texts = np.full(len(rows), "", dtype=object)
+        if "rep_times_us" in df.columns and near.any():
+            texts[near] = _col(df, "rep_times_us", rows[near]).to_numpy(dtype=object)
+        reps.append(rep_stats(texts))
+        counted.append(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan))
+    ev = evidence(gu, tu, reps[0], reps[1], vcode, rule)
+    far = (ev["confidence"] == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
+    ev["confidence"][far] = CONFIDENCE.index("confident")
+    ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
+    return ev
 
 
 def _status_column(codes: np.ndarray) -> pd.Categorical:

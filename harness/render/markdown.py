@@ -31,7 +31,7 @@ def _cell(v: object, spec: str = "") -> str:
 
 def _header(df: pd.DataFrame, with_note: bool) -> str:
     shape = [c for c in SHAPE if c in df.columns]
-    cols = ["kernel", "case_id", *shape, "golden µs", "TOT µs", "Δ%", "limit µs", "verdict"]
+    cols = ["kernel", "case_id", *shape, "golden µs", "TOT µs", "Δ%", "95 % interval", "limit µs", "verdict"]
     if with_note:
         cols.append("note")
     return "| " + " | ".join(cols) + " |\n|" + "|".join("---" for _ in cols) + "|\n"
@@ -57,12 +57,25 @@ def _rows(df: pd.DataFrame, with_note: bool) -> Iterator[str]:
             _cell(d["golden_us"], ".2f"),
             _cell(d["tot_us"], ".2f"),
             _cell(d["delta_pct"], "+.1f"),
+            _interval(d.get("delta_lo_pct"), d.get("delta_hi_pct")),
             _cell(d["limit_us"], ".2f"),
-            f"**{verdict}**" if verdict in BLOCKING else verdict,
+            _verdict_cell(verdict, d.get("confidence")),
         ]
         if with_note:
             cells.append(_cell(d.get("note", ""))[:160])
         yield "| " + " | ".join(cells) + " |\n"
+
+
+def _interval(lo: object, hi: object) -> str:
+    """The 95 % interval of Δ% (compare/confidence.py), '' without one."""
+    if not isinstance(lo, float) or not isinstance(hi, float) or pd.isna(lo) or pd.isna(hi):
+        return ""
+    return f"{lo:+.1f} … {hi:+.1f}"
+
+
+def _verdict_cell(verdict: str, confidence: object) -> str:
+    text = f"**{verdict}**" if verdict in BLOCKING else verdict
+    return f"{text} (ambiguous)" if confidence == "ambiguous" else text
 
 
 def _skip_lines(counts: dict[str, int]) -> list[str]:
@@ -105,8 +118,13 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     """The part always shown whole: headline, rule, warnings, environments, verdict counts."""
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
-    status = "✅ no regressions" if reg + fail == 0 else f"❌ {reg} regressions, {fail} TOT failures"
+    amb = cmp.ambiguous_counts()
+    regs = f"{reg} regressions ({amb['regression']} ambiguous)" if amb.get("regression") else f"{reg} regressions"
+    status = "✅ no regressions" if reg + fail == 0 else f"❌ {regs}, {fail} TOT failures"
     headline = f"**{status}** across {len(cmp.table)} cases.  \n"
+    if amb:
+        headline += (f"{sum(amb.values())} verdicts are ambiguous: their 95 % interval straddles the rule's limit "
+                     "(measure again to decide them; `--fail-on-ambiguous` fails on those that may regress).  \n")  # fmt: skip
     if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
         headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
     parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]

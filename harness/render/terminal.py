@@ -95,10 +95,15 @@ def print_lines(con: Console, heading: str, lines: list[str], style: str = "") -
         con.print(Padding(Text(line), (0, 0, 0, 2)))
 
 
-def headline(counts: dict[str, int]) -> str:
-    """One line: the blocking findings, then what needs a look without blocking."""
+def headline(counts: dict[str, int], ambiguous: dict[str, int] | None = None) -> str:
+    """One line: the blocking findings, then what needs a look without blocking. ``ambiguous``: per verdict, the
+    cases whose 95 % interval straddles a limit (compare/confidence.py)."""
     reg, fail = counts["regression"], counts["failed_in_tot"]
-    parts = [f"{reg} regressions, {fail} TOT failures" if reg + fail else "no regressions and no TOT failures"]
+    amb = ambiguous or {}
+    regs = f"{reg} regressions ({amb['regression']} ambiguous)" if amb.get("regression") else f"{reg} regressions"
+    parts = [f"{regs}, {fail} TOT failures" if reg + fail else "no regressions and no TOT failures"]
+    if amb.get("ok"):
+        parts.append(f"{amb['ok']} ok but ambiguous")
     if counts["missing_in_tot"]:
         parts.append(f"{counts['missing_in_tot']} missing in TOT")
     if counts["skipped_in_tot"]:
@@ -132,7 +137,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
     con.print(summary)
     bad = sum(counts[v] for v in BLOCKING)
     if not cmp.nothing_compared:
-        con.print(f"[{'bold red' if bad else 'green'}]{escape(headline(counts))}[/]")
+        con.print(f"[{'bold red' if bad else 'green'}]{escape(headline(counts, cmp.ambiguous_counts()))}[/]")
 
     _print_per_kernel(con, cmp, keys)
     _print_regressions(con, t, keys, worst, quiet=bool(cmp.nothing_compared))

@@ -1,0 +1,174 @@
+"""How sure a verdict is. Pure: numpy in, numpy out, no I/O. The rule stays the rule (rule.py decides every
+verdict); this module puts the evidence beside it (docs/verdicts.md derives the error rates).
+
+Each stack's time of a case is the stability rule's mean of its reps; its uncertainty comes from the spread of
+*all* its reps (sample standard deviation, at least NOISE_FLOOR_PCT of the time: three equal reps do not make a
+timer exact). The TOT/golden difference Δ% = 100 (tot / golden − 1) then has a standard error by the delta method,
+and a two-sided 95 % interval with Student's t at the Welch–Satterthwaite degrees of freedom (3 + 3 reps: about
+t = 2.8, not 1.96: three reps know their own spread poorly).
+
+In Δ% terms the rule's regression limit is L = 100 (rel − 1) + 100 abs / golden, and its improvement limit
+I = 100 ((golden − abs) / (rel · golden) − 1). A verdict is
+
+- ``confident`` when the interval lies wholly on the verdict's side: regression lo > L; improvement hi < I; ok
+  I ≤ lo and hi ≤ L;
+- ``ambiguous`` when it straddles a limit the verdict depends on: the measurement cannot tell which side the case
+  is on (measure it again: more reps decide it);
+- ``unknown`` when a stack has fewer than 2 reps (no spread to estimate the noise from);
+- ``''`` for verdicts that are not a timed comparison (failures, skips, ignored cases).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.compare.rule import VERDICTS, Rule
+
+CONFIDENCE = ("confident", "ambiguous", "unknown", "")
+#: a rep's relative noise is taken as at least this (%): timers and clocks are never exact
+NOISE_FLOOR_PCT = 0.05
+#: how far (points of Δ%) from a limit a case can be and still be ambiguous: reps within the stability rule's 5 %
+#: give a 95 % half-width of at most ~7 points at 3 + 3 reps
+NEAR_PCT = 10.0
+#: two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); above 30, interpolated to 1.96
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t975(df: np.ndarray) -> np.ndarray:
+    """Student's t two-sided 95 % quantile at (possibly fractional) degrees of freedom ``df`` >= 1."""
+    df = np.clip(np.asarray(df, dtype=np.float64), 1.0, None)
+    table = np.asarray(_T975)
+    inside = np.interp(df, np.arange(1, 31), table)
+    return np.where(df <= 30, inside, 1.96 + (table[-1] - 1.96) * 30.0 / df)
+
+
+def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(count, mean, sample standard deviation) of each row's rep times, given as lists ("[1.0, 2.0]"); an empty
+    or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
+    separated by -1 (times are positive): a million rows of 3 reps take well under a second."""
+    cells = np.asarray(texts, dtype=object).tolist()
+    try:
+        big = ",-1,".join(cells)
+    except TypeError:  # a missing cell (NaN, None) among the texts
+        cells = ["" if c is None or c != c else str(c) for c in cells]
+        big = ",-1,".join(cells)
+    big = big.replace("[", "").replace("]", "")
+    n = len(cells)
+    try:
+        flat = _parse(big + ",-1") if n else np.zeros(0)
+    except ValueError:
+        return _rep_stats_slow(cells)
+    ends = np.flatnonzero(flat == -1.0)
+    if len(ends) != n:  # a cell held a stray separator or text: parse row by row
+        return _rep_stats_slow(cells)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    count = ends - starts
+    values = np.delete(flat, ends)
+    rows = np.repeat(np.arange(n), count)
+    return _moments(values, rows, count.astype(np.int64))
+
+
+def _parse(text: str) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
+        try:
+            return np.fromstring(text, sep=",")
+        except (DeprecationWarning, ValueError) as err:
+            raise ValueError(str(err)) from None
+
+
+def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    vals: list[list[float]] = []
+    for c in cells:
+        try:
+            body = c.strip().strip("[]").strip()
+            v = [float(x) for x in body.split(",")] if body else []
+            vals.append(v if all(x > 0 for x in v) else [])
+        except ValueError:
+            vals.append([])
+    count = np.array([len(v) for v in vals], dtype=np.int64)
+    flat = np.array([x for v in vals for x in v], dtype=np.float64)
+    return _moments(flat, np.repeat(np.arange(len(vals)), count), count)
+
+
+def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(count)
+    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
+    has, two = count > 0, count > 1
+    sums = np.bincount(rows, weights=values, minlength=n)
+    mean[has] = sums[has] / count[has]
+    dev = np.bincount(rows, weights=(values - mean[rows]) ** 2, minlength=n)
+    sd[two] = np.sqrt(dev[two] / (count[two] - 1))
+    return count, mean, sd
+
+
+def evidence(
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    golden_reps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tot_reps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    verdict_codes: np.ndarray,
+    rule: Rule,
+) -> dict[str, np.ndarray]:
+    """Per case: ``noise_pct`` (the larger of the two stacks' relative rep noise, %), ``delta_lo_pct`` and
+    ``delta_hi_pct`` (the 95 % interval of Δ%), and ``confidence`` (module docstring). ``*_reps`` are
+    :func:`rep_stats` triples."""
+    g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
+    (ng, _, sdg), (nt, _, sdt) = golden_reps, tot_reps
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rg = np.fmax(sdg / g, NOISE_FLOOR_PCT / 100)  # relative noise of one rep
+        rt = np.fmax(sdt / t, NOISE_FLOOR_PCT / 100)
+        a, b = rt**2 / nt, rg**2 / ng  # relative variances of the two means
+        ratio = t / g
+        se = 100.0 * ratio * np.sqrt(a + b)
+        df = (a + b) ** 2 / (a**2 / np.fmax(nt - 1, 1) + b**2 / np.fmax(ng - 1, 1))
+        half = t975(np.nan_to_num(df, nan=1.0)) * se
+        delta = 100.0 * (ratio - 1.0)
+        lo, hi = delta - half, delta + half
+        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
+        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+    code = {v: i for i, v in enumerate(VERDICTS)}
+    v = np.asarray(verdict_codes)
+    sure = np.select(
+        [v == code["regression"], v == code["improvement"], v == code["ok"]],
+        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
+        default=False,
+    )
+    judged = np.isin(v, [code["regression"], code["improvement"], code["ok"]])
+    known = judged & (ng >= 2) & (nt >= 2) & np.isfinite(half)
+    conf = np.where(~judged, 3, np.where(~known, 2, np.where(sure, 0, 1))).astype(np.int8)
+    keep = judged & known
+    return {
+        "confidence": conf,
+        "noise_pct": np.where(keep, 100.0 * np.fmax(rg, rt), np.nan),
+        "delta_lo_pct": np.where(keep, lo, np.nan),
+        "delta_hi_pct": np.where(keep, hi, np.nan),
+    }
+
+
+def near_limit(golden_us: np.ndarray, tot_us: np.ndarray, verdict_codes: np.ndarray, rule: Rule) -> np.ndarray:
+    """Timed cases whose Δ% lies within NEAR_PCT points of the regression or the improvement limit: the only ones
+    rep noise can make ambiguous. Further out, reps that the stability rule accepts (a pair within 5 %, or an
+    'unstable' row's median) cannot carry the interval across: such a case's verdict is confident."""
+    g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
+    code = {v: i for i, v in enumerate(VERDICTS)}
+    judged = np.isin(verdict_codes, [code["regression"], code["improvement"], code["ok"]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = 100.0 * (t / g - 1.0)
+        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
+        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+        return judged & ((np.abs(delta - reg_lim) < NEAR_PCT) | (np.abs(delta - imp_lim) < NEAR_PCT))
+
+
+def may_regress(
+    verdict: np.ndarray, confidence: np.ndarray, delta_hi_pct: np.ndarray, limit_pct: np.ndarray
+) -> np.ndarray:
+    """Cases a strict gate must fail: every regression, and every ambiguous ``ok`` whose interval reaches past the
+    regression limit (it may be one)."""
+    v, c = np.asarray(verdict, dtype=object), np.asarray(confidence, dtype=object)
+    hi = np.asarray(delta_hi_pct, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return (v == "regression") | ((v == "ok") & (c == "ambiguous") & (hi > np.asarray(limit_pct)))

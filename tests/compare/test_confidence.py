@@ -1,0 +1,105 @@
+"""How sure a verdict is (harness/compare/confidence.py): the rule decides, the reps of both stacks say whether
+the measurement could tell; a verdict whose 95 % interval straddles its limit is ambiguous, and the gates treat
+it as the user asked (--fail-on-regression: confident only; --fail-on-ambiguous: also what may regress)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness.compare.compare import compare_files
+from harness.compare.confidence import NOISE_FLOOR_PCT, evidence, may_regress, rep_stats, t975
+from harness.compare.rule import VERDICTS, Rule, timed_codes
+from tests.conftest import ROOT
+
+HEADER = "kernel,case_id,B,M,N,K,dtype,time_us,status,config,reps,rep_times_us,spread_pct,tflops,error\n"
+
+
+def test_rep_times_parse_in_one_pass():
+    n, mean, sd = rep_stats(np.array(["[1.0,2.0,3.0]", "[5]", "", "[2.0, 2.0]"], dtype=object))
+    assert n.tolist() == [3, 1, 0, 2]
+    assert mean[0] == pytest.approx(2.0) and mean[1] == 5.0 and np.isnan(mean[2])
+    assert sd[0] == pytest.approx(1.0) and np.isnan(sd[1]) and sd[3] == 0.0
+    bad, _, _ = rep_stats(np.array(["[1.0,x]", "[2.0]"], dtype=object))
+    assert bad.tolist() == [0, 1]  # a cell that is not a list of numbers: no estimate for it, never a guess
+
+
+def test_student_t_quantiles():
+    assert t975(np.array([2.0, 4.0, 30.0])) == pytest.approx([4.303, 2.776, 2.042])
+    assert 1.96 < float(t975(np.array([1000.0]))[0]) < 1.97
+
+
+def _judge(g_reps, t_reps, rule=Rule()):
+    g, t = np.array([float(np.mean(g_reps))]), np.array([float(np.mean(t_reps))])
+    codes = timed_codes(g, t, rule)
+    fmt = lambda r: np.array(["[" + ",".join(map(str, r)) + "]"], dtype=object)  # noqa: E731
+    ev = evidence(g, t, rep_stats(fmt(g_reps)), rep_stats(fmt(t_reps)), codes, rule)
+    return VERDICTS[codes[0]], ["confident", "ambiguous", "unknown", ""][ev["confidence"][0]], ev
+
+
+def test_a_clear_regression_is_confident_and_one_near_the_limit_is_not():
+    verdict, conf, ev = _judge([100.0, 100.1, 99.9], [103.0, 103.1, 102.9])  # +3 %, reps within 0.2 %
+    assert (verdict, conf) == ("regression", "confident")
+    assert ev["delta_lo_pct"][0] > 1.0 > 0.0 and ev["delta_hi_pct"][0] < 3.5
+    verdict, conf, ev = _judge([100.0, 101.0, 99.0], [101.5, 102.5, 100.5])  # +1.5 %, reps spread 2 %
+    assert (verdict, conf) == ("regression", "ambiguous")  # limit +1.0 % lies inside the interval
+    assert ev["delta_lo_pct"][0] < 1.0 < ev["delta_hi_pct"][0]
+    assert ev["noise_pct"][0] == pytest.approx(1.0)  # the noisier stack: golden's 1 µs of 100
+
+
+def test_ok_is_ambiguous_when_the_interval_reaches_a_limit_and_confident_when_not():
+    assert _judge([100.0, 100.05, 99.95], [100.2, 100.25, 100.15])[:2] == ("ok", "confident")
+    verdict, conf, ev = _judge([100.0, 102.0, 98.0], [100.5, 102.5, 98.5])
+    assert (verdict, conf) == ("ok", "ambiguous")
+    limit_pct = np.array([100 * (1.005 * 100.0 + 0.5) / 100.0 - 100])
+    assert may_regress(np.array(["ok"]), np.array(["ambiguous"]), ev["delta_hi_pct"], limit_pct).tolist() == [True]
+
+
+def test_one_rep_gives_no_estimate_and_equal_reps_are_not_exact():
+    assert _judge([100.0], [103.0, 103.0])[1] == "unknown"
+    _, conf, ev = _judge([100.0, 100.0, 100.0], [100.8, 100.8, 100.8])  # +0.8 %, limit +1.0 %
+    assert ev["noise_pct"][0] == pytest.approx(NOISE_FLOOR_PCT)
+    assert conf == "confident"
+
+
+def _files(tmp_path, g_reps, t_reps):
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    for path, reps in ((g, g_reps), (t, t_reps)):
+        rows = "".join(
+            f'bf16,{cid},1,16,512,128,bf16,{np.mean(r):.4f},ok,,{len(r)},"[{",".join(map(str, r))}]",,,\n'
+            for cid, r in reps.items()
+        )
+        path.write_text(HEADER + rows)
+    return g, t
+
+
+def test_the_gates_fail_on_what_they_promise(tmp_path):
+    g, t = _files(
+        tmp_path,
+        {"clear": [100.0, 100.1, 99.9], "near": [100.0, 101.0, 99.0]},
+        {"clear": [100.0, 100.1, 99.9], "near": [101.5, 102.5, 100.5]},
+    )
+    cmp = compare_files(g, t)
+    assert cmp.counts()["regression"] == 1 and cmp.ambiguous_counts() == {"regression": 1}
+    assert cmp.blocking == 0 and cmp.strict_blocking == 1
+    run = lambda *a: subprocess.run([sys.executable, "-m", "harness", "compare", str(g), str(t), *a],  # noqa: E731
+                                    capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    loose, strict = run("--fail-on-regression"), run("--fail-on-ambiguous")
+    assert loose.returncode == 0 and "1 regressions (1 ambiguous)" in loose.stdout
+    assert strict.returncode == 1
+    md = tmp_path / "c.md"
+    run("--markdown", str(md))
+    text = md.read_text()
+    assert "**regression** (ambiguous)" in text and "1 verdicts are ambiguous" in text
+
+
+def test_a_case_far_from_every_limit_is_confident_without_its_reps_parsed(tmp_path):
+    g, t = _files(tmp_path, {"far": [100.0, 100.1], "alone": [100.0]}, {"far": [130.0, 100.0], "alone": [130.0]})
+    table = compare_files(g, t).table.set_index("case_id")
+    # +15 % is 14 points past the limit: confident (the 30 % rep spread is not even read), one rep: unknown
+    assert table.loc["far", "verdict"] == "regression" and table.loc["far", "confidence"] == "confident"
+    assert np.isnan(table.loc["far", "noise_pct"])
+    assert table.loc["alone", "confidence"] == "unknown"
