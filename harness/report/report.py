@@ -39,7 +39,8 @@ from harness.report.peaks import load_ceilings, peaks_for
 if TYPE_CHECKING:
     from harness.history.view import HistoryView
 
-COMPARE_COLUMNS = ("verdict", "kernel", "case_id", "dtype", "golden_us", "tot_us", "delta_pct", "limit_us", "ratio")
+COMPARE_COLUMNS = ("verdict", "confidence", "kernel", "case_id", "dtype", "golden_us", "tot_us", "delta_pct",
+                   "delta_lo_pct", "delta_hi_pct", "limit_us", "ratio")  # fmt: skip
 RUN_COLUMNS = ("case_id", "dtype", "time_us", "status", "spread_pct", "tflops", "gbps", "compile_s")
 RUN_TAIL = ("sm_clock_mhz", "throttle", "config")
 
@@ -149,6 +150,9 @@ def _run_sections(
 
 def _compare_section(page: Page, cmp: Comparison, explain_dir: str) -> None:
     summary = ", ".join(f"{n} {v}" for v, n in cmp.counts().items() if n)
+    amb = cmp.ambiguous_counts()
+    if amb:  # docs/verdicts.md
+        summary += " (ambiguous: " + ", ".join(f"{n} {v}" for v, n in amb.items()) + ")"
     png = plots.plot_delta(cmp.table, cmp.meta()["rule"])
     t = cmp.table.copy()
     t["ratio"] = t["tot_us"] / t["golden_us"]
