@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, evidence, may_regress, near_limit, rep_stats
+from harness.compare.confidence import CONFIDENCE, clock_explains, evidence, may_regress, near_limit, rep_stats
 from harness.compare.notes import (
     SAME_GPU_WHY,
     clock_note,
@@ -265,6 +265,10 @@ def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rul
     ev = evidence(gu, tu, reps[0], reps[1], vcode, rule)
     far = (ev["confidence"] == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
     ev["confidence"][far] = CONFIDENCE.index("confident")
+    if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
+        fg, ft = _col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan)
+        moved = clock_explains(gu, tu, fg, ft, vcode, rule) & (ev["confidence"] == CONFIDENCE.index("confident"))
+        ev["confidence"][moved] = CONFIDENCE.index("ambiguous")  # the time moved with the clock: not sure
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 

@@ -163,6 +163,31 @@ def near_limit(golden_us: np.ndarray, tot_us: np.ndarray, verdict_codes: np.ndar
         return judged & ((np.abs(delta - reg_lim) < NEAR_PCT) | (np.abs(delta - imp_lim) < NEAR_PCT))
 
 
+def clock_explains(
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    golden_mhz: np.ndarray,
+    tot_mhz: np.ndarray,
+    verdict_codes: np.ndarray,
+    rule: Rule,
+) -> np.ndarray:
+    """Flagged cases whose difference does not hold in SM cycles (time × the mean SM clock NVML saw while the
+    launches ran, as nvbench's robust compare checks): the time moved with the clock, so the verdict may be the
+    GPU's power state, not the code. False where either clock is unknown."""
+    g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
+    fg, ft = np.asarray(golden_mhz, dtype=np.float64), np.asarray(tot_mhz, dtype=np.float64)
+    code = {v: i for i, v in enumerate(VERDICTS)}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cycles = 100.0 * (t * ft / (g * fg) - 1.0)
+        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
+        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+        known = (fg > 0) & (ft > 0)
+        v = np.asarray(verdict_codes)
+        return known & (
+            ((v == code["regression"]) & (cycles <= reg_lim)) | ((v == code["improvement"]) & (cycles >= imp_lim))
+        )
+
+
 def may_regress(
     verdict: np.ndarray, confidence: np.ndarray, delta_hi_pct: np.ndarray, limit_pct: np.ndarray
 ) -> np.ndarray:

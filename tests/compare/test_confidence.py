@@ -103,3 +103,15 @@ def test_a_case_far_from_every_limit_is_confident_without_its_reps_parsed(tmp_pa
     assert table.loc["far", "verdict"] == "regression" and table.loc["far", "confidence"] == "confident"
     assert np.isnan(table.loc["far", "noise_pct"])
     assert table.loc["alone", "confidence"] == "unknown"
+
+
+def test_a_difference_that_does_not_hold_in_sm_cycles_is_not_confident():
+    """nvbench's robust compare confirms a difference in cycles: TOT 3 % slower at a 3 % lower SM clock did the
+    same work in the same cycles."""
+    from harness.compare.confidence import clock_explains
+
+    g, t = np.array([1000.0, 1000.0]), np.array([1030.0, 1030.0])
+    codes = timed_codes(g, t, Rule())
+    moved = clock_explains(g, t, np.array([1980.0, 1980.0]), np.array([1922.0, 1980.0]), codes, Rule())
+    assert moved.tolist() == [True, False]
+    assert not clock_explains(g, t, np.array([np.nan] * 2), np.array([1922.0] * 2), codes, Rule()).any()
