@@ -257,10 +257,11 @@ def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rul
     near = near_limit(gu, tu, vcode, rule) | (np.isin(vcode, list(_JUDGED)) & ((j.gsc == u) | (j.tsc == u)))
     reps, counted = [], []
     for df, rows in ((j.golden, j.gi), (j.tot, j.ti)):
-        texts = np.full(len(rows), "", dtype=object)
+        stats = (np.zeros(len(rows), dtype=np.int64), np.full(len(rows), np.nan), np.full(len(rows), np.nan))
         if "rep_times_us" in df.columns and near.any():
-            texts[near] = _col(df, "rep_times_us", rows[near]).to_numpy(dtype=object)
-        reps.append(rep_stats(texts))
+            for full, part in zip(stats, rep_stats(_col(df, "rep_times_us", rows[near]).to_numpy(dtype=object))):
+                full[near] = part
+        reps.append(stats)
         counted.append(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan))
     ev = evidence(gu, tu, reps[0], reps[1], vcode, rule)
     far = (ev["confidence"] == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
