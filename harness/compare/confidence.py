@@ -128,8 +128,7 @@ def evidence(
         half = t975(np.nan_to_num(df, nan=1.0)) * se
         delta = 100.0 * (ratio - 1.0)
         lo, hi = delta - half, delta + half
-        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
-        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+        reg_lim, imp_lim = rule.limits_pct(g)
     code = {v: i for i, v in enumerate(VERDICTS)}
     v = np.asarray(verdict_codes)
     sure = np.select(
@@ -158,8 +157,7 @@ def near_limit(golden_us: np.ndarray, tot_us: np.ndarray, verdict_codes: np.ndar
     judged = np.isin(verdict_codes, [code["regression"], code["improvement"], code["ok"]])
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = 100.0 * (t / g - 1.0)
-        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
-        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+        reg_lim, imp_lim = rule.limits_pct(g)
         return judged & ((np.abs(delta - reg_lim) < NEAR_PCT) | (np.abs(delta - imp_lim) < NEAR_PCT))
 
 
@@ -179,8 +177,7 @@ def clock_explains(
     code = {v: i for i, v in enumerate(VERDICTS)}
     with np.errstate(invalid="ignore", divide="ignore"):
         cycles = 100.0 * (t * ft / (g * fg) - 1.0)
-        reg_lim = 100.0 * (rule.rel - 1.0) + 100.0 * rule.abs_us / g
-        imp_lim = 100.0 * ((g - rule.abs_us) / (rule.rel * g) - 1.0)
+        reg_lim, imp_lim = rule.limits_pct(g)
         known = (fg > 0) & (ft > 0)
         v = np.asarray(verdict_codes)
         return known & (

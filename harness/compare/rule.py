@@ -52,6 +52,14 @@ class Rule:
     def limit_us(self, golden_us: np.ndarray) -> np.ndarray:
         return self.rel * np.asarray(golden_us, dtype=np.float64) + self.abs_us
 
+    def limits_pct(self, golden_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rule in Δ% = 100 (tot / golden − 1) terms: (regression above, improvement below) for each golden."""
+        g = np.asarray(golden_us, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return 100.0 * (self.rel - 1.0) + 100.0 * self.abs_us / g, 100.0 * (
+                (g - self.abs_us) / (self.rel * g) - 1.0
+            )
+
     def describe(self) -> str:
         return (
             f"ignore golden < {self.min_golden_us:g} us; regression iff tot > {self.rel:g} x golden + "

@@ -210,3 +210,17 @@ def test_skips_do_not_block_and_the_vocabulary_is_one():
     assert not set(SKIPPED) & set(BLOCKING), "a stack declining a case is not a regression"
     assert "skipped_in_tot" in ATTENTION, "but a kernel lost under TOT is listed with the regressions"
     assert VERDICTS.index("skipped_in_tot") < VERDICTS.index("improvement"), "shown worst first, before gains"
+
+
+def test_the_rule_in_percent_terms_agrees_with_the_rule():
+    import numpy as np
+
+    from harness.compare.rule import Rule, timed_verdicts
+
+    rule, g = Rule(), np.array([10.0, 100.0, 2000.0])
+    reg, imp = rule.limits_pct(g)
+    eps = 1e-6
+    assert list(timed_verdicts(g, g * (1 + (reg + eps) / 100), rule)) == ["regression"] * 3
+    assert list(timed_verdicts(g, g * (1 + (reg - eps) / 100), rule)) == ["ok"] * 3
+    assert list(timed_verdicts(g, g * (1 + (imp - eps) / 100), rule)) == ["improvement"] * 3
+    assert list(timed_verdicts(g, g * (1 + (imp + eps) / 100), rule)) == ["ok"] * 3
