@@ -5,8 +5,8 @@ Files live in ``kernels/configs/``: ``{arch}-{family}.json`` (the default, requi
 ConfigLookup specializes on), which *replaces* the default for those values (never merged). Each file maps bucket
 keys to kwargs: ``{P}_LEQ_x`` (the first with P <= x, x ascending), then ``{P}_GEQ_x`` (the first with P >= x,
 x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs). A file may also hold
-notes (:data:`NOTES`), which the lookup skips: ``"_tuned_for"`` records the Triton and GPU each bucket was last
-tuned for (``harness retune`` writes it).
+notes (keys starting with ``_``), which the lookup skips: ``"_tuned_for"`` records the Triton and GPU each bucket
+was last tuned for (``harness retune`` writes it); AITER's files hold ``"_note"``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,16 @@ from typing import Any
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 STANDARD_M_BOUNDS = (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-#: keys of a config file that are notes, not buckets: skipped by the lookup and by the suite's config checks
+#: keys of a config file that are notes, not buckets: skipped by the lookup and by the suite's config checks.
+#: ``_tuned_for`` is harness retune's; any key starting with ``_`` is a note, as AITER's lookup skips them (its
+#: gfx1250-BATCHED_GEMM-A16WFP4.json holds a ``"_note"``)
 NOTES = ("_tuned_for",)
+
+
+def is_note(key: str) -> bool:
+    return key.startswith("_")
+
+
 _BUCKET = re.compile(r"^(?P<param>[A-Za-z][A-Za-z0-9_]*?)_(?P<op>LEQ|GEQ)_(?P<bound>\d+)$")
 
 #: launch options each backend's compiler accepts; anything else in a config that is not a kernel
@@ -75,7 +83,7 @@ def _read_version(path: str, version: tuple[int, int]) -> dict[str, dict[str, An
         raise ConfigError(f"{path}: cannot read config file: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected an object of bucket -> config objects")
-    data = {k: v for k, v in data.items() if k not in NOTES}
+    data = {k: v for k, v in data.items() if not is_note(k)}
     if not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"{path}: expected an object of bucket -> config objects")
     params = {m.group("param") for k in data if (m := _BUCKET.match(k))}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.retune.configtext import replace_bucket, with_note
-from kernels._config import NOTES, config_paths, pick_bucket
+from kernels._config import config_paths, is_note, pick_bucket
 
 #: config files by name → their text
 Files = Mapping[str, str]
@@ -60,7 +60,7 @@ def file_names(lookup: Lookup) -> tuple[str, str | None]:
 def buckets(text: str) -> dict[str, dict[str, Any]]:
     """A file's buckets (its notes left out), as the lookup reads them."""
     data = json.loads(text)
-    return {k: v for k, v in data.items() if k not in NOTES}
+    return {k: v for k, v in data.items() if not is_note(k)}
 
 
 def resolve(files: Files, lookup: Lookup) -> Where | None:

@@ -77,7 +77,8 @@ def test_buckets_on_another_parameter(tmp_path):
 
 def test_a_tuned_for_note_is_skipped_by_the_lookup_and_the_suite_checks(tmp_path, monkeypatch):
     """`harness retune` records the Triton a bucket was tuned for in a ``_tuned_for`` note: the lookup and the
-    suite's config-file checks read past it; any other key that is not a bucket is still refused."""
+    suite's config-file checks read past it, and past any key starting with "_" (AITER's "_note"); another key
+    that is not a bucket is still refused (a typo'd bucket would silently serve another config)."""
     import shutil
 
     from harness.errors import HarnessError
@@ -90,15 +91,19 @@ def test_a_tuned_for_note_is_skipped_by_the_lookup_and_the_suite_checks(tmp_path
     f.write_text(with_note('{\n  "any": {"BLOCK_SIZE_M": 64}\n}\n', "any", {"triton": "3.9.0", "gpu": "H100"}))
     assert resolve("X", "sm90", 5, directory=tmp_path).config == {"BLOCK_SIZE_M": 64}
     assert unknown_config_keys(f, ("BLOCK_SIZE_M",)) == [] and bad_config_values(f) == []
-    (tmp_path / "sm90-Y.json").write_text('{"_tuned": {"any": {}}, "any": {}}')
-    with pytest.raises(ConfigError, match="unknown bucket key '_tuned'"):
-        resolve("Y", "sm90", 5, directory=tmp_path)
+    (tmp_path / "sm90-Y.json").write_text('{"_note": "AITER writes these", "_tuned": {"any": {}}, "any": {}}')
+    assert resolve("Y", "sm90", 5, directory=tmp_path).config == {}  # notes: any key starting with "_"
+    (tmp_path / "sm90-Z.json").write_text('{"M_LEQ_16x": {}, "any": {}}')
+    with pytest.raises(ConfigError, match="unknown bucket key 'M_LEQ_16x'"):
+        resolve("Z", "sm90", 5, directory=tmp_path)
     configs = tmp_path / "configs"
     shutil.copytree(CONFIG_DIR, configs)
     a8w8 = configs / "sm90-BATCHED_GEMM-A8W8-N=512-K=128.json"
     a8w8.write_text(with_note(a8w8.read_text(), "any", {"triton": "3.9.0"}))
     monkeypatch.setenv("HARNESS_CONFIG_DIR", str(configs))
     assert load_suite(ROOT / "suites" / "batched_gemm.yaml")  # the note passes the suite's checks
-    a8w8.write_text(a8w8.read_text().replace('"_tuned_for"', '"_tuned_fro"'))
-    with pytest.raises(HarnessError, match="unknown bucket key '_tuned_fro'"):
+    a8w8.write_text(a8w8.read_text().replace('"_tuned_for"', '"_note"'))
+    assert load_suite(ROOT / "suites" / "batched_gemm.yaml")  # AITER's "_note": a note too
+    a8w8.write_text(a8w8.read_text().replace('"_note"', '"M_LEQ_1x"'))
+    with pytest.raises(HarnessError, match="unknown bucket key 'M_LEQ_1x'"):
         load_suite(ROOT / "suites" / "batched_gemm.yaml")
