@@ -830,6 +830,37 @@ def _usage_line(err: BaseException) -> str:
     return f"{where}: {msg} (see '{where} --help')"
 
 
+suite_app = typer.Typer(help="Suites: what a suite expands to, without running it.", no_args_is_help=True)
+app.add_typer(suite_app, name="suite")
+
+
+@suite_app.command("show")
+def suite_show(
+    suite: ExistingFile,
+    arch: Annotated[str, typer.Option(help="resolve configs as on this arch (sm90, gfx950, ...)")] = "sm90",
+    kernel: Annotated[list[str] | None, typer.Option(help="only these kernels (repeatable)")] = None,
+    filter: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
+) -> None:
+    """List the cases SUITE expands to, each with the config it would resolve on --arch; runs nothing."""
+    import re
+
+    from harness.inputs.suite import load_suite
+    from harness.inputs.suiteview import lines, view
+
+    cases = load_suite(suite)
+    if kernel:
+        cases = [c for c in cases if c.name in kernel]
+    if filter:
+        try:
+            rx = re.compile(filter)
+        except re.error as err:
+            raise HarnessError(f"--filter {filter!r}: not a regular expression: {err}") from None
+        cases = [c for c in cases if rx.search(f"{c.name}/{c.case_id}")]
+    for line in lines(view(cases, arch)):
+        print(line)
+    print(f"{len(cases)} cases", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Exit codes: 0 done; 1 a gated finding (--fail-on-regression, --fail-on-error); 2 bad input or usage;
     3 a bug in harness (with its traceback); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). Every user

@@ -9,6 +9,7 @@
           - {N: 32, K: 64}
           - {N: 48, K: 96}
         M: [16, 40]                   # a list expands: the product over every listed field and the zip points
+        # zip: shapes.csv             # or the points from a CSV (header: parameter names) or JSON file
         config: {BLOCK_SIZE_M: [32, 64], num_warps: [4, 8]}   # overrides of the config files; lists sweep
 
 Every field is a parameter the kernel declares (kernels/spec.py), typed and range-checked, its default filled in
@@ -134,6 +135,59 @@ def _kernels(value: Any, where: str, base: Path, cache: dict[str, Kernel]) -> li
     return out
 
 
+def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
+    """The points of ``zip: FILE``: a CSV file (a header of parameter names, one point a row) or a JSON file (a
+    list of objects), relative to the suite: shapes kept where a team keeps them (a model's layer shapes, a
+    benchmark script's list written out). Numbers are read as numbers; the parameters are checked as any zip's."""
+    path = base / value
+    label = f"{where}: zip: {value}"
+    if path.suffix.lower() not in (".csv", ".json"):
+        raise HarnessError(f"{label}: expected a .csv or .json file of points")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(f"{label}: no such file ({path})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{label}: cannot read it: {err}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            points = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise HarnessError(f"{label}: line {err.lineno}: not valid JSON: {err.msg}") from None
+        return points if isinstance(points, list) else [points]
+    return _csv_points(text, label)
+
+
+def _csv_points(text: str, label: str) -> list[dict[str, Any]]:
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        raise HarnessError(f"{label}: empty: expected a header of parameter names, then one point a row")
+    header = [h.strip() for h in rows[0]]
+    points = []
+    for n, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise HarnessError(f"{label}: line {n}: {len(row)} values for the header's {len(header)} names")
+        cells = [c.strip() for c in row]
+        empty = [h for h, c in zip(header, cells) if not c]
+        if empty:
+            raise HarnessError(f"{label}: line {n}: no value for {empty[0]!r}")
+        points.append({h: _number(c) for h, c in zip(header, cells)})
+    return points
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _zip_points(value: Any, where: str) -> list[dict[str, Any]]:
     """The points of a ``zip:`` group: mappings with the same fields, each a set of values that go together."""
     if not isinstance(value, list) or not value:
@@ -208,6 +262,8 @@ def expand_entry(entry: Any, defaults: dict[str, Any], where: str, base: Path, c
     if "kernel" not in entry and "kernel" not in defaults:
         raise HarnessError(f"{where}: missing 'kernel'")
     kernels = _kernels(entry.get("kernel", defaults.get("kernel")), where, base, cache)
+    if isinstance(entry.get("zip"), str):  # zip: shapes.csv
+        entry = {**entry, "zip": zip_file(entry["zip"], where, base)}
     for key in entry:
         if key not in RESERVED:
             _read_by_all(key, kernels, _param_names, where, "parameter")

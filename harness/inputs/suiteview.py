@@ -1,0 +1,46 @@
+"""What a suite expands to, without running anything: each case with the config it would resolve on an arch (the
+same lookup the worker does: its ConfigLookup's file and bucket, the suite's overrides on top)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from harness.inputs.suite import Case
+from harness.run.cases import worker_case
+from harness.worker.cases import resolve_config
+
+
+@dataclass(frozen=True)
+class CaseView:
+    kernel: str
+    case_id: str
+    world_size: int
+    source: str  # where the config came from: file:bucket, 'spec', 'suite', or why none resolved
+    config: dict
+
+
+def view(cases: list[Case], arch: str) -> list[CaseView]:
+    """Each case with the config it resolves to on ``arch`` (kernels/configs/, or $HARNESS_CONFIG_DIR)."""
+    from kernels import _config as configs
+
+    return [_one(c, arch, configs) for c in cases]
+
+
+def _one(case: Case, arch: str, configs: object) -> CaseView:
+    req = worker_case(case)
+    try:
+        cfg, source, _ = resolve_config(req, arch, configs)
+    except configs.ConfigError as err:  # type: ignore[attr-defined]
+        cfg, source = {}, f"no config: {err}"
+    return CaseView(case.name, case.case_id, int(req["world_size"]), source, cfg)
+
+
+def lines(views: list[CaseView]) -> list[str]:
+    """One line a case: kernel, case id, world size when > 1, where its config came from, the config."""
+    out = []
+    for v in views:
+        world = f" W={v.world_size}" if v.world_size > 1 else ""
+        cfg = json.dumps(v.config, separators=(",", ":"), sort_keys=True)
+        out.append(f"{v.kernel} {v.case_id}{world}  {v.source}  {cfg}")
+    return out

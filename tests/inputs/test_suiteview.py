@@ -1,0 +1,64 @@
+"""Shapes from where teams keep them (``zip: FILE``, CSV or JSON) and ``harness suite show``: what a suite expands
+to, with the config each case would resolve on an arch, without running anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.inputs.suite import load_suite
+from tests.conftest import ROOT
+
+
+def _suite(tmp_path, zip_value: str) -> object:
+    s = tmp_path / "s.yaml"
+    s.write_text(f"name: s\nentries:\n  - kernel: batched_gemm_bf16\n    B: 2\n    M: [16, 32]\n    zip: {zip_value}\n")
+    return s
+
+
+def test_points_from_a_csv_and_a_json_file_expand_like_a_zip(tmp_path):
+    (tmp_path / "shapes.csv").write_text("N,K\n512,128\n1024, 256\n")
+    (tmp_path / "shapes.json").write_text('[{"N": 512, "K": 128}, {"N": 1024, "K": 256}]')
+    inline = _suite(tmp_path, "[{N: 512, K: 128}, {N: 1024, K: 256}]")
+    want = [c.case_id for c in load_suite(inline)]
+    assert len(want) == 4
+    for f in ("shapes.csv", "shapes.json"):
+        assert [c.case_id for c in load_suite(_suite(tmp_path, f))] == want
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("missing.csv", None, "zip: missing.csv: no such file"),
+        ("shapes.txt", "N,K\n1,2\n", "expected a .csv or .json file"),
+        ("ragged.csv", "N,K\n512\n", "line 2: 1 values for the header's 2 names"),
+        ("hole.csv", "N,K\n512,\n", "line 2: no value for 'K'"),
+        ("extra.csv", "N,K,Q\n512,128,1\n", "'Q'"),
+        ("bad.json", "[{", "not valid JSON"),
+        ("typed.csv", "N,K\n512,big\n", "K"),
+    ],
+)
+def test_a_bad_points_file_is_one_line_naming_file_and_line(tmp_path, name, text, message):
+    if text is not None:
+        (tmp_path / name).write_text(text)
+    with pytest.raises(HarnessError, match=message):
+        load_suite(_suite(tmp_path, name))
+
+
+def test_suite_show_lists_every_case_with_its_config_and_runs_nothing(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "harness", "suite", "show", *a],  # noqa: E731
+                                    capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    r = run("suites/batched_gemm.yaml", "--arch", "gfx950", "--kernel", "batched_gemm_bf16")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()
+    assert rows and all(line.startswith("batched_gemm_bf16 ") for line in rows)
+    assert all("gfx950-BATCHED_GEMM" in line for line in rows) and r.stderr.strip() == f"{len(rows)} cases"
+    sm90 = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf16")
+    assert "sm90-BATCHED_GEMM" in sm90.stdout
+    none = run("suites/batched_gemm.yaml", "--arch", "gfx9999", "--kernel", "batched_gemm_bf16")
+    assert none.returncode == 0 and "no config:" in none.stdout  # said per case, not a crash
+    bad = run("suites/batched_gemm.yaml", "--filter", "(")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a regular expression" in bad.stderr
