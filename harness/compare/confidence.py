@@ -47,8 +47,8 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean, sample standard deviation) of each row's rep times, given as lists ("[1.0, 2.0]"); an empty
     or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
     separated by -1 (times are positive): a million rows of 3 reps take well under a second."""
-    arr = np.asarray(texts, dtype=object)
-    filled = arr != ""
+    arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
+    filled = arr != ""  # (NaN, None, pd.NA: no rep times)
     if not filled.all():  # files without rep times, rows without: parse only the rest
         full = (np.zeros(len(arr), dtype=np.int64), np.full(len(arr), np.nan), np.full(len(arr), np.nan))
         if filled.any():
@@ -56,12 +56,7 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 out[filled] = part
         return full
     cells = arr.tolist()
-    try:
-        big = ",-1,".join(cells)
-    except TypeError:  # a missing cell (NaN, None) among the texts
-        cells = ["" if c is None or c != c else str(c) for c in cells]
-        big = ",-1,".join(cells)
-    big = big.replace("[", "").replace("]", "")
+    big = ",-1,".join(cells).replace("[", "").replace("]", "")
     n = len(cells)
     try:
         flat = _parse(big + ",-1") if n else np.zeros(0)

@@ -115,3 +115,11 @@ def test_a_difference_that_does_not_hold_in_sm_cycles_is_not_confident():
     moved = clock_explains(g, t, np.array([1980.0, 1980.0]), np.array([1922.0, 1980.0]), codes, Rule())
     assert moved.tolist() == [True, False]
     assert not clock_explains(g, t, np.array([np.nan] * 2), np.array([1922.0] * 2), codes, Rule()).any()
+
+
+def test_missing_cells_of_any_kind_give_no_estimate():
+    import pandas as pd
+
+    cells = pd.array(["[1.0,1.2]", pd.NA, "", "[2.0,2.0,2.0]"], dtype="string").to_numpy(dtype=object)
+    n, _, _ = rep_stats(np.concatenate([cells, np.array([None, float("nan")], dtype=object)]))
+    assert n.tolist() == [2, 0, 0, 3, 0, 0]
