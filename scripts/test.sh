@@ -3,7 +3,8 @@
 # for harness bisect), then the whole test suite on parallel workers, the slowest 15 tests listed at the end
 # (CPU only; Triton kernels run under TRITON_INTERPRET=1). Each install is skipped when what it installs is there,
 # the independent ones run side by side, and each prints its own time (docs/test-durations.md has the table).
-# Arguments go to pytest; TEST_WORKERS (default: auto, one a core) sets pytest-xdist's worker count.
+# Arguments go to pytest; TEST_WORKERS sets pytest-xdist's worker count: by default one more than the cores, since
+# many tests wait on subprocesses (13 min of tests with 3 workers on the 2-core machine, 16 with 2: docs/test-durations.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -74,4 +75,4 @@ fi
 step venvs venvs_install  # a failure here stops the test command, as before
 for job in "${jobs[@]}"; do wait "$job"; done
 echo "test.sh: lint and installs $((SECONDS - t0)) s"
-python3 -m pytest -q -n "${TEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder --durations=15 "$@"
+python3 -m pytest -q -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadfile --no-loadscope-reorder --durations=15 "$@"
