@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+#: seconds each test took (setup and teardown included) on the project's 2-core machine, the tests over a second:
+#: the suite starts with the longest modules, so that the last to start on a worker is a short one. Rewritten by
+#: ``python scripts/test_durations.py JUNIT.xml`` from a run with ``--junitxml`` (docs/test-durations.md).
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
 
 HEADER = "kernel,case_id,B,M,N,K,dtype,time_us,status,config,error\n"
 
@@ -31,6 +37,23 @@ def write(tmp_path):
         return p
 
     return _write
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules longest first (by :data:`DURATIONS`), each module's tests together and in their order.
+
+    scripts/test.sh runs the suite on pytest-xdist workers with ``--dist loadfile --no-loadscope-reorder``: a module
+    goes to one worker whole, so a module-scoped fixture (a Slurm cluster, a browser, a batch of interpreter
+    subprocesses, the PostgreSQL server of tests/history/test_postgres.py) is set up once, as without xdist, and the
+    modules are handed out in this order, so that the last to start on a worker is a short one."""
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    cost: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        module = item.nodeid.split("::")[0]
+        cost[module] = cost.get(module, 0.0) + known.get(item.nodeid, 0.0)
+        first.setdefault(module, i)
+    items.sort(key=lambda item: (-cost[item.nodeid.split("::")[0]], first[item.nodeid.split("::")[0]]))
 
 
 def pytest_report_header(config):

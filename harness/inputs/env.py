@@ -337,17 +337,24 @@ def create_env(spec: EnvSpec, log=print) -> str:
             else [base, "-m", "venv", str(vp)] + (["--system-site-packages"] if site else [])
         )
         _check(cmd, spec)
-    (vp / MARKER).unlink(missing_ok=True)  # a failed install below must not leave an old record standing
-    if reqs:
-        idx = spec.venv["index_url"]
-        if uv:
-            cmd = [uv, "pip", "install", "--python", py, *reqs] + (["--index-url", idx] if idx else [])
-        else:
-            cmd = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]
-            cmd += ["--index-url", idx] if idx else []
-        log(f"installing {' '.join(reqs)} into {vp}")
-        _check(cmd, spec)
-    _check_pins(spec, reqs)
+    # a record of these very requirements stays while they are verified (a run in another process keeps using the
+    # venv meanwhile); any other record goes now, and a failed install or pin check below leaves no record standing
+    if _read_marker(vp) != _record(spec):
+        (vp / MARKER).unlink(missing_ok=True)
+    try:
+        if reqs:
+            idx = spec.venv["index_url"]
+            if uv:
+                cmd = [uv, "pip", "install", "--python", py, *reqs] + (["--index-url", idx] if idx else [])
+            else:
+                cmd = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]
+                cmd += ["--index-url", idx] if idx else []
+            log(f"installing {' '.join(reqs)} into {vp}")
+            _check(cmd, spec)
+        _check_pins(spec, reqs)
+    except BaseException:
+        (vp / MARKER).unlink(missing_ok=True)
+        raise
     write_text(vp / MARKER, json.dumps(_record(spec), indent=2) + "\n")
     return py
 

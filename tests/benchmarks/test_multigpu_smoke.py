@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu_validation" / "multigpu_smoke.py"
 OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+pytestmark = pytest.mark.slow  # two CPU ranks, each a torch process
 
 
 def _run(suite: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -171,6 +171,7 @@ def _pythons() -> dict[str, str]:
     return {side: str(py) for side, py in found.items() if py.exists()}
 
 
+@pytest.mark.slow
 def test_capture_from_real_compilations_under_both_tritons(tmp_path):
     """Compile one kernel for sm_90 on this CPU (ptxas and cuobjdump come with the Triton wheel) under each
     installed Triton and store it as the worker does; then explain the pair."""

@@ -16,6 +16,8 @@ from tests.conftest import ROOT
 from tests.history import test_store as checks
 from tests.history.conftest import PASSWORD, USER, _free_port
 
+pytestmark = pytest.mark.slow  # a real PostgreSQL server
+
 
 def test_add_results(postgres, tmp_path):
     checks.check_add_results(postgres.new_database(), tmp_path)

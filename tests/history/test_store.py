@@ -144,6 +144,7 @@ def test_compare_is_linked_to_both_runs(tmp_path):
     check_compare(str(tmp_path / "h.sqlite"), tmp_path)
 
 
+@pytest.mark.slow
 def test_two_writers_at_once(tmp_path):
     check_two_writers(str(tmp_path / "new" / "h.sqlite"), tmp_path)
 

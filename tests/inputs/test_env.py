@@ -268,6 +268,24 @@ def test_a_failed_install_leaves_no_record(tmp_path):
         check_venv(good)
 
 
+def test_env_create_again_keeps_the_record_while_it_verifies(tmp_path, monkeypatch):
+    """`harness env create` on a completed venv (scripts/demo.sh does it while other tests run in the venv)
+    leaves the venv usable throughout: the record of the same requirements is never missing."""
+    import harness.inputs.env as env_mod
+
+    make_venv(tmp_path / "venv")
+    spec = venv_spec(tmp_path, [f"pyyaml=={yaml_version()}"])
+    create_env(spec, log=lambda m: None)
+    seen = []
+    real = env_mod._check
+    monkeypatch.setattr(
+        env_mod, "_check", lambda cmd, s: (seen.append((tmp_path / "venv" / MARKER).exists()), real(cmd, s))
+    )
+    create_env(spec, log=lambda m: None)
+    assert seen == [True]
+    check_venv(spec)
+
+
 def test_a_pin_that_is_not_installed_is_refused_by_create(tmp_path):
     make_venv(tmp_path / "venv")
     spec = venv_spec(tmp_path, ["harness-no-such-dist==1.0"])

@@ -423,6 +423,7 @@ INTERP_JOBS = interp_jobs()
 CASE_IDS = [j["id"] for j in INTERP_JOBS if j["kind"] == "case" and not j.get("vendor")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", CASE_IDS)
 def test_kernel_matches_reference_under_the_interpreter(batches, side, jid):
@@ -438,6 +439,7 @@ def test_kernel_matches_reference_under_the_interpreter(batches, side, jid):
     assert res["variant"] == ("persistent" if persistent else "pointer")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in INTERP_JOBS if j["kind"] == "exact_fp8"])
 def test_fp8_dot_and_scales_are_exact_into_fp32(batches, side, jid):
@@ -445,6 +447,7 @@ def test_fp8_dot_and_scales_are_exact_into_fp32(batches, side, jid):
     assert res["finite"] and res["rel_err"] <= 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in INTERP_JOBS if j["kind"] == "splitk"])
 def test_splitk_agrees_with_the_unsplit_kernel(batches, side, jid):
@@ -452,6 +455,7 @@ def test_splitk_agrees_with_the_unsplit_kernel(batches, side, jid):
     assert res["rel_diff"] <= 1e-3 and res["rel_err"] <= SPECS["gemm"].tolerance_of({"dtype": "fp16"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in INTERP_JOBS if j.get("vendor")])
 def test_vendor_baselines_compute_the_same_math(batches, side, jid):
@@ -469,6 +473,7 @@ def test_vendor_baselines_compute_the_same_math(batches, side, jid):
 
 
 # ------------------------------------------------------------------------------------------------ AOT
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 def test_every_shipped_sm90_config_compiles_for_hopper_and_fits(batches, side, capsys):
     """Each config of kernels/configs/sm90-GEMM-*.json, as the kernel it launches on an H100, under this stack:
@@ -498,6 +503,7 @@ def test_every_shipped_sm90_config_compiles_for_hopper_and_fits(batches, side, c
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("HARNESS_AOT_SWEEP") != "1", reason="HARNESS_AOT_SWEEP=1 compiles the sweep")
 @pytest.mark.parametrize("side", SIDES)
 def test_every_sweep_config_family_compiles_and_fits(batches, side):

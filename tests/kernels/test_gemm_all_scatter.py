@@ -401,6 +401,7 @@ def _result(batch: Batch, key: Any) -> dict[str, Any]:
 INTERP_JOBS = interp_jobs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in INTERP_JOBS if j["kind"] == "case"])
 def test_case_matches_reference_under_the_interpreter(batches, side, jid):
@@ -419,6 +420,7 @@ def test_case_matches_reference_under_the_interpreter(batches, side, jid):
         assert res["table"] == [res["y_ptr"]], "at W = 1 the peer table holds Y's own address"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in INTERP_JOBS if j["kind"] == "ranks"])
 def test_simulated_ranks_scatter_into_every_peer(batches, side, jid):
@@ -435,6 +437,7 @@ def test_simulated_ranks_scatter_into_every_peer(batches, side, jid):
         assert all(e <= tol for e in res["whole"]), f"rel err per rank {res['whole']}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 def test_world_size_above_one_is_refused_on_the_cpu(batches, side):
     res = _result(_batch(batches, "interp", side), "world")
@@ -443,6 +446,7 @@ def test_world_size_above_one_is_refused_on_the_cpu(batches, side):
 
 
 # ----------------------------------------------------------------------------------- gloo (2 ranks)
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize("jid", [j["id"] for j in gloo_jobs()])
 def test_baselines_at_two_ranks_over_gloo(batches, side, jid):
@@ -480,6 +484,7 @@ def _aot_problems(batch: Batch, jobs: list[dict[str, Any]], side: str) -> tuple[
     return problems, lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", SIDES)
 def test_every_shipped_sm90_config_compiles_for_hopper_and_fits(batches, side):
     """Each config of kernels/configs/sm90-GEMM-ALL-SCATTER*.json at W = 1 and 4 under this stack: compiles, fits
@@ -495,6 +500,7 @@ def test_every_shipped_sm90_config_compiles_for_hopper_and_fits(batches, side):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("HARNESS_AOT_SWEEP") != "1", reason="HARNESS_AOT_SWEEP=1 compiles the sweep")
 @pytest.mark.parametrize("side", SIDES)
 def test_every_sweep_config_compiles_and_fits(batches, side):

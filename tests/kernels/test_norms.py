@@ -225,6 +225,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @_each_venv()
 def test_every_case_under_each_venv(side, tmp_path):
     py = _venv_pythons()[side]
@@ -279,6 +280,7 @@ print(json.dumps({"triton": triton.__version__, "rows": rows}))
 """
 
 
+@pytest.mark.slow
 @_each_venv()
 def test_sm90_configs_compile_ahead_of_time(side, tmp_path):
     """Every bucket of sm90-{RMSNORM,LAYERNORM}-FWD.json compiled for sm_90 (bf16, M=16384, N the bucket's bound):

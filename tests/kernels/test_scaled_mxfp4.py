@@ -276,6 +276,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_quantize_and_ci_suite_under_both_venvs(tmp_path):
     """Golden (3.6.0): the quantize dispatch is bit-identical and every ci case is skipped with the dot_scaled
     reason; ToT (3.9.0): the same quantize result and every ci case passes."""
@@ -387,6 +388,7 @@ def sm90_jobs() -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+@pytest.mark.slow
 def test_shipped_sm90_configs_compile_for_sm90_under_both_tritons(tmp_path):
     """Ahead-of-time for sm_90 on this CPU (ptxas comes with the Triton wheel): each shipped sm90 config's
     kernels compile under both Tritons, within sm_90's shared memory, without register spills."""

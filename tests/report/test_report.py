@@ -107,6 +107,7 @@ def _check_page(browser, index: Path) -> None:
     assert images and all(ok and w > 200 and h > 100 for ok, w, h in images)
 
 
+@pytest.mark.slow
 def test_compare_report_in_a_browser(browser, tmp_path):
     out = tmp_path / "report"
     # copy the results beside the comparison, as a CI artifact folder would hold them
@@ -151,6 +152,7 @@ def test_compare_report_in_a_browser(browser, tmp_path):
     assert "desc" in header.get_attribute("class")
 
 
+@pytest.mark.slow
 def test_sweep_report_with_many_configurations(browser, tmp_path):
     df = pd.read_csv(SWEEP)
     assert len(df) >= 800 and df["config"].nunique() >= 40  # the issue's scale: 1,000-ish points, 40+ configs
@@ -183,6 +185,7 @@ def h100_page(tmp_path_factory):
     return index.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_report_tables_print_plain_numbers(h100_page):
     import re
 
@@ -193,6 +196,7 @@ def test_report_tables_print_plain_numbers(h100_page):
     assert f">{golden_max:,.1f}<" in h100_page and ">58,488.9<" in h100_page
 
 
+@pytest.mark.slow
 def test_report_navigation_names_every_section(h100_page):
     import re
 
@@ -310,6 +314,7 @@ def test_multi_gpu_results_get_scaling_plots_and_best_configs(tmp_path):
     assert len(best) == 6 and set(best["best config"]) == {"BLOCK_M64"} and (best["configs"] == 2).all()
 
 
+@pytest.mark.slow
 def test_a_retune_section(tmp_path):
     """`harness report --retune OUT/retune.json`: the retune's before/after, changes and cost as a section."""
     from tests.retune.test_report import DATA

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from harness.results.load import load_results
 from tests.conftest import DATA, ROOT
 
@@ -17,6 +19,7 @@ def harness(*args, timeout=300) -> subprocess.CompletedProcess:
                           env=ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
     the order reversed each round; each env still writes its own complete results file."""
