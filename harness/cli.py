@@ -593,9 +593,14 @@ def explain(
     tot_artifacts: Annotated[Path | None, typer.Option(help="TOT artifacts folder (default: beside TOT's)")] = None,
 ) -> None:
     """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
+    from harness.compare.store import meta_path
     from harness.explain.explain import explain_cases, write_explain
+    from harness.outdir import prepare_out_dir
 
+    inputs = [compare_csv, meta_path(compare_csv), golden_artifacts, tot_artifacts]
+    prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",), create=False)
     cases = explain_cases(compare_csv, case, golden_artifacts, tot_artifacts, limit)
+    prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",))
     index = write_explain(cases, out)
     print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")
 

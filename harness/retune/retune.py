@@ -670,6 +670,10 @@ def _plain(r: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(r, default=str))
 
 
+#: what only a retune folder holds: a folder with one of them was written by an older harness retune (no marker)
+OWN = ("cache.jsonl", "progress.json", "retune.json", "states", "logs")
+
+
 def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
     """Run a retune into ``opts.out`` (locked while it runs); returns the report's data, also written to
     DIR/retune.json, DIR/retune.md and DIR/retune.html."""
@@ -679,11 +683,13 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
         raise HarnessError(f"--budget-min {opts.budget_min:g}: expected a number of minutes > 0")
     if opts.search_min is not None and not 0 <= opts.search_min <= opts.budget_min:
         raise HarnessError(f"--search-min {opts.search_min:g}: expected minutes from 0 to --budget-min")
-    if opts.out.exists() and not opts.out.is_dir():
-        raise HarnessError(f"--out {opts.out}: is a file, expected a folder")
     for path in opts.hints:
         cache_file(path)
-    opts.out.mkdir(parents=True, exist_ok=True)
+    from harness.compare.store import meta_path
+    from harness.outdir import prepare_out_dir
+
+    inputs = [opts.compare, meta_path(opts.compare), config_dir(), *opts.hints]
+    prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN)
     with lock_output(opts.out / "retune"):
         r = Retune(opts, log, bars)
         r.open()
