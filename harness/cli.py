@@ -387,6 +387,10 @@ def run(
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = _previous_times(times) if times else None
+    if shard:
+        from harness.run.shards import parse_shard
+
+        shard = "{}/{}".format(*parse_shard(shard))
     cases = _selected_cases(suite, kernel, filter_, shard, previous)
     opts = RunOptions(
         reps=reps,
@@ -400,8 +404,18 @@ def run(
         launch_gap=gap,
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
+        shard=shard,
     )
     con = stderr()
+    if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
+        _write_empty_parts(runs, opts, str(suite))
+        for _, o in runs:
+            con.print(
+                f"{o}: --shard {shard} holds no case of the selection: wrote the header only",
+                markup=False,
+                soft_wrap=True,
+            )
+        return
     if gpus:
         from harness.run.node import parse_gpus
 
@@ -428,13 +442,24 @@ def _selected_cases(
     from harness.inputs.suite import load_suite, select
 
     cases = select(load_suite(suite), kernel, filter_)
+    if not cases:
+        raise HarnessError(f"{suite}: no case matches --kernel/--filter")
     if shard:
         from harness.run.shards import shard as take_shard
 
-        cases = take_shard(cases, shard, previous)
-    if not cases:
-        raise HarnessError(f"{suite}: no case matches --kernel/--filter" + (f"/--shard {shard}" if shard else ""))
+        cases = take_shard(cases, shard, previous)  # may be empty: more shards than cases
     return cases
+
+
+def _write_empty_parts(runs: list, opts, suite: str) -> None:  # noqa: ANN001
+    """Every OUT of a shard without cases: the header and a sidecar (checked and locked like any run's)."""
+    from harness.run.options import run_options
+    from harness.run.runner import lock_outputs
+    from harness.run.sidecar import write_empty_part
+
+    with lock_outputs(runs, opts, suite):
+        for spec, out in runs:
+            write_empty_part(spec, opts, Path(out), suite, run_options(spec, opts, suite))
 
 
 def _measure(con, runs: list, cases: list, opts, suite: str) -> list[dict[str, int]]:  # noqa: ANN001
