@@ -100,6 +100,10 @@ def compare(
     for option, path in outputs.items():
         if path is not None:
             check_writable(option, path)
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out, markdown])
     cmp = compare_files(golden, tot, rule, unstable=unstable)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
@@ -383,6 +387,12 @@ def run(
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
         raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+    if times is not None and not (shard or gpus):
+        raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out, *with_out, times])
     runs = [(load_env_spec(env), out), *((load_env_spec(e), o) for e, o in zip(with_env, with_out))]
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
@@ -427,6 +437,8 @@ def run(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
         )
         _print_failed(con, o, counts)
+    if artifacts:
+        _say_no_artifacts(con, [o for _, o in runs])
     if record:
         from harness.history.record import record as record_files
 
@@ -500,6 +512,22 @@ def _previous_times(path: Path) -> dict[str, float]:
     df = load_results(path)
     df = df[df["time_us"].notna()]
     return dict(zip(df["kernel"] + "/" + df["case_id"], df["time_us"].astype(float)))
+
+
+def _say_no_artifacts(con, outs: list[Path]) -> None:  # noqa: ANN001 - a rich Console
+    """--artifacts on Triton's CPU interpreter keeps nothing: it compiles no kernels. Say so, not silently."""
+    import json
+
+    from harness.results.schema import sidecar_path
+
+    for o in outs:
+        try:
+            backend = json.loads(sidecar_path(o).read_text()).get("backend")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if backend == "interp":
+            con.print(f"{o}: --artifacts kept nothing: Triton's CPU interpreter compiles no kernels "
+                      "(`harness explain` needs a GPU run)", markup=False, soft_wrap=True)  # fmt: skip
 
 
 def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN001 - a rich Console

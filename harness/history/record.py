@@ -121,6 +121,25 @@ def record(files: Sequence[Path], db: str | None = None) -> None:
         raise HarnessError(f"--record: {err} (the files are kept: harness history add {names})") from None
 
 
+def check_record(outputs: Sequence[Path | None], db: str | None = None) -> None:
+    """``--record``, before any work: the database ($HARNESS_DB) is one harness can use (a supported scheme, a file
+    that is not a folder) and no output of the command is that database."""
+    from harness.fsutil import same_file
+    from harness.history.url import resolve
+
+    try:
+        loc = resolve(db)
+    except HarnessError as err:
+        raise HarnessError(f"--record: {err}") from None
+    if loc.path is None:
+        return
+    if loc.path.is_dir():
+        raise HarnessError(f"--record: the history database {loc.path} is a folder, expected a file")
+    for out in outputs:
+        if out is not None and same_file(out, loc.path):
+            raise HarnessError(f"--record: {out} is the history database: refusing to write results over it")
+
+
 def record_compare(cmp: Any, out: Path | None) -> None:
     """``harness compare --record``: the comparison as ``--out`` wrote it (else as it would have: the same bytes,
     so adding that file later stores nothing new), with the two results files it compared."""

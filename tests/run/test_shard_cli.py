@@ -54,3 +54,42 @@ def test_no_case_before_sharding_is_still_an_error(tmp_path, capsys):
 def test_a_bad_shard_is_one_line(tmp_path, capsys):
     code, err = run(capsys, tmp_path / "x.csv", "--shard", "3/2")
     assert code == 2 and "--shard '3/2': expected I/N with 1 <= I <= N" in err
+
+
+# ------------------------------------------------------------------- options that did nothing now say so
+
+
+def test_times_without_shard_or_gpus_is_refused(tmp_path, capsys):
+    code, err = run(capsys, tmp_path / "x.csv", "--times", str(DATA / "golden.csv"))
+    assert code == 2 and "--times" in err and "balances --shard and --gpus, and neither was given" in err
+
+
+@pytest.mark.parametrize("db", ["mysql://u@h/db", "redis://h/0"])
+def test_an_unsupported_history_database_is_refused_before_the_run(tmp_path, capsys, monkeypatch, db):
+    monkeypatch.setenv("HARNESS_DB", db)
+    code, err = run(capsys, tmp_path / "x.csv", "--record")
+    assert code == 2 and "--record: $HARNESS_DB: unsupported database" in err
+    assert not (tmp_path / "x.csv").exists()  # refused before anything ran
+
+
+def test_results_over_the_history_database_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_DB", str(tmp_path / "h.sqlite"))
+    code, err = run(capsys, tmp_path / "h.sqlite", "--record")
+    assert code == 2 and "is the history database: refusing to write results over it" in err
+
+
+def test_gpus_beyond_the_machine_are_refused(tmp_path, capsys, monkeypatch):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\nfor i in 0 1; do echo "GPU $i: NVIDIA H100 (UUID: GPU-$i)"; done\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    code, err = run(capsys, tmp_path / "x.csv", "--gpus", "7")
+    assert code == 2 and "--gpus '7': this machine has 2 GPUs, numbered 0 to 1" in err
+
+
+@pytest.mark.slow
+def test_artifacts_on_the_interpreter_say_nothing_was_kept(tmp_path, capsys):
+    code, err = run(capsys, tmp_path / "x.csv", "--filter", ONE, "--launches", "1", "--reps", "1", "--artifacts")
+    assert code == 0, err
+    assert "--artifacts kept nothing: Triton's CPU interpreter compiles no kernels" in err
