@@ -128,6 +128,7 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     if not parts:
         raise HarnessError("harness merge: no parts given")
     refuse_overwrite({"--out": out, "--out's sidecar": sidecar_path(out)}, [*parts, *map(sidecar_path, parts)])
+    refuse_foreign(out)
     envs = check_parts(parts)
     header, rows, seen = None, [], {}
     for p in parts:
@@ -159,6 +160,19 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     for r in rows:
         counts[r[status]] = counts.get(r[status], 0) + 1
     return counts
+
+
+def refuse_foreign(out: Path) -> None:
+    """An existing --out is replaced only when an earlier merge wrote it (its sidecar lists the parts): a results
+    file of a run, a comparison or any other file there is refused, not overwritten."""
+    if not out.exists() or (out.is_file() and not out.stat().st_size):
+        return
+    try:
+        meta = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        meta = None
+    if not (isinstance(meta, dict) and isinstance(meta.get("parts"), list)):
+        raise HarnessError(f"--out {out}: exists and is not a file `harness merge` wrote: choose a new --out")
 
 
 def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:

@@ -166,3 +166,18 @@ def test_an_empty_part_with_rows_is_refused(tmp_path):
         fh.write("k,c9" + "," * 10 + "\n")
     with pytest.raises(HarnessError, match="says it is an empty shard but it has 1 rows"):
         merge_results([part(tmp_path, "a", ["c1"], shard="1/2"), e], tmp_path / "m.csv")
+
+
+def test_merge_replaces_only_what_a_merge_wrote(tmp_path):
+    a, b = part(tmp_path, "a", ["c1"], "A"), part(tmp_path, "b", ["c2"], "B")
+    other = part(tmp_path, "other", ["c9"])  # a run's results, not a merge's
+    before = other.read_bytes()
+    with pytest.raises(HarnessError, match=r"--out .*other.csv: exists and is not a file `harness merge` wrote"):
+        merge_results([a, b], other)
+    assert other.read_bytes() == before
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(HarnessError, match="is not a file `harness merge` wrote"):
+        merge_results([a, b], tmp_path / "notes.txt")
+    out = tmp_path / "m.csv"
+    merge_results([a], out)
+    assert merge_results([a, b], out) == {"ok": 2}  # a rerun shard, merged again over the earlier merge
