@@ -163,6 +163,20 @@ def match_cases(targets: pd.DataFrame, suite: Path) -> list[Case]:
     return out
 
 
+def check_items(versions: list[str], mode: str) -> None:
+    """Before anything is read: --mode is one harness knows, and each --versions item a release or a spec file."""
+    from harness.inputs.envschema import MODES, release_version
+
+    if mode not in MODES:
+        raise HarnessError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    for item in versions:
+        if item.endswith((".yaml", ".yml")):
+            if not Path(item).is_file():
+                raise HarnessError(f"--versions: {item}: no such env spec file")
+        elif not Path(item).is_file():
+            release_version(item, "--versions")
+
+
 def release_stacks(items: list[str], mode: str, golden: EnvSpec, out: Path, log) -> list[Stack]:
     """One stack per --versions item: an env spec file as it is, or a release made from golden's env (a venv is
     created if it is not complete yet: that needs the package index)."""
@@ -280,6 +294,7 @@ def make_plan(
     twice = next((v for v in versions if versions.count(v) > 1), None)
     if twice is not None:
         raise HarnessError(f"--versions: {twice} is named twice")
+    check_items(versions, mode)
     cmp = load_compare(compare_csv)
     targets = select_targets(cmp, patterns, str(compare_csv))
     suite_path = find_suite(cmp, compare_csv, suite)

@@ -685,6 +685,7 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
         raise HarnessError(f"--search-min {opts.search_min:g}: expected minutes from 0 to --budget-min")
     for path in opts.hints:
         cache_file(path)
+    load_compare(opts.compare)  # a bad comparison is refused before OUT is made
     from harness.compare.store import meta_path
     from harness.outdir import prepare_out_dir
 
