@@ -620,7 +620,7 @@ def _print_retune(data: dict, out: Path) -> None:
     from rich.table import Table
 
     from harness.render.terminal import stdout
-    from harness.retune.report import cost_line, kernel_rows
+    from harness.retune.report import asked_line, cost_line, kernel_rows
 
     cols, rows = kernel_rows(data)
     t = Table(title="regressions before → after", title_justify="left", show_edge=False, box=None)
@@ -629,6 +629,8 @@ def _print_retune(data: dict, out: Path) -> None:
     for r in rows:
         t.add_row(*(str(v) for v in r))
     con = stdout()
+    if asked_line(data):
+        con.print(asked_line(data), markup=False)
     con.print(t)
     con.print(
         f"{len(data['kept'])} changes kept, {len(data['rejected'])} rejected; {len(data['files'])} files "

@@ -12,11 +12,11 @@ from harness.cli import main
 from harness.errors import HarnessError
 from harness.retune.retune import Options, retune
 from kernels._config import config_dir
+from tests.bisect.known_times import comparison
 
 
 def refused(tmp_path, out, capsys) -> str:
-    cmp = tmp_path / "compare.csv"
-    cmp.write_text("x\n")
+    cmp = comparison(tmp_path, {"a": [40.0, 40.1, 40.2]}, {"a": [60.0, 60.1, 60.2]})
     with pytest.raises(SystemExit) as ex:
         main(["retune", str(cmp), "--env", "t.yaml", "--golden-env", "g.yaml", "--out", str(out)])
     err = capsys.readouterr().err
@@ -43,7 +43,11 @@ def test_an_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_an_out_that_cannot_be_made_is_one_line(tmp_path, capsys, monkeypatch):
+    real = harness.outdir.Path.mkdir
+
     def deny(self, *a, **k):
+        if self != tmp_path / "o":
+            return real(self, *a, **k)
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(harness.outdir.Path, "mkdir", deny)
