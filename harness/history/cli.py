@@ -141,6 +141,20 @@ def add(
         add_files(h, checked, tags=tags, label=label, commit=commit, echo=print)
 
 
+@history_app.command("remove")
+def remove(
+    kind: Annotated[str, typer.Argument(help="run or comparison")],
+    ident: Annotated[int, typer.Argument(help="its id (harness history list)", min=1)],
+    db: Db = None,
+) -> None:
+    """Remove a wrongly added run (with its rows) or comparison (with its verdicts). A run a comparison or an
+    annotation still refers to is refused: remove the comparison first."""
+    if kind not in ("run", "comparison"):
+        raise HarnessError(f"history remove: expected 'run' or 'comparison', got {kind!r}")
+    with _open(db) as h:  # an existing database only: nothing is created to remove from
+        print(h.remove(kind, ident))
+
+
 @history_app.command("list")
 def list_(
     db: Db = None,

@@ -44,6 +44,13 @@ def check_files(files: Sequence[Path]) -> list[Checked]:
     out = []
     for p in map(Path, files):
         if kind_of(p) == "compare":
+            from harness.compare.store import meta_path
+
+            if not meta_path(p).is_file():  # without it: "? vs ?", and a second comparison once it is added with it
+                raise HarnessError(
+                    f"{p}: its metadata {meta_path(p).name} is not beside it: a comparison is stored with it (the two "
+                    "stacks, the rule); add the pair `harness compare --out` wrote"
+                )
             load_compare(p)
             out.append(Checked(p, "compare"))
         else:
@@ -55,7 +62,8 @@ def describe(a: Any) -> str:
     """``run 12 added: FILE (120 rows, golden, ...)`` / ``... already stored`` (+ the tags it gained)."""
     state = "added" if a.new else "already stored"
     tags = f"; tags +{','.join(a.tags_added)}" if a.tags_added else ""
-    return f"{a.kind} {a.id} {state}: {a.path} ({a.summary}{tags})"
+    label = f"; label {a.label_change}" if getattr(a, "label_change", "") else ""
+    return f"{a.kind} {a.id} {state}: {a.path} ({a.summary}{tags}{label})"
 
 
 def add_files(
