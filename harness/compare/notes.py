@@ -136,7 +136,7 @@ COMPARED_VERDICTS = ("regression", "improvement", "ok")
 def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
     """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
     (or of cases all under the floor) is not 'no regressions'."""
-    verdicts = table["verdict"].astype(str)
+    verdicts = table["verdict"]  # a categorical as compare made it: compared by its codes, not as 1M strings
     if verdicts.isin(COMPARED_VERDICTS).any():
         return ""
     timed = int((verdicts == "ignored").sum())
