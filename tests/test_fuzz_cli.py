@@ -35,6 +35,8 @@ def world(tmp_path_factory) -> dict[str, Path]:
     (root / "busy").mkdir()
     (root / "busy" / "thesis.tex").write_text("mine\n")
     (root / "notcsv.csv").write_bytes(b"\x00\xff garbage")
+    (root / "nometa").mkdir()
+    (root / "nometa" / "compare.csv").write_bytes(cmp.read_bytes())  # a comparison whose .meta.json was lost
     return {
         "root": root,
         "cmp": cmp,
@@ -44,6 +46,7 @@ def world(tmp_path_factory) -> dict[str, Path]:
         "afile": root / "afile",
         "busy": root / "busy",
         "notcsv": root / "notcsv.csv",
+        "nometa": root / "nometa" / "compare.csv",
         "missing": root / "no" / "such",
     }
 
@@ -66,7 +69,7 @@ def draw(rng: random.Random, w: dict[str, Path]) -> list[str]:
     """One argument list with at least one bad input."""
     out_ok = str(w["root"] / f"new-{rng.randrange(10**6)}")
     bad_out, bad_in, nums = _bad_out(w), _bad_input(w), _numbers()
-    cmd = rng.choice(["unpack", "bisect", "retune", "merge", "explain", "report", "run"])
+    cmd = rng.choice(["unpack", "bisect", "retune", "merge", "explain", "report", "run", "history"])
     if cmd == "unpack":
         src = rng.choice([str(w["bundle"]), *bad_in])
         dest = rng.choice([str(w["bundle"]), str(w["bundle"] / "p0"), str(w["root"]), str(w["afile"]), str(w["busy"]),
@@ -98,10 +101,20 @@ def draw(rng: random.Random, w: dict[str, Path]) -> list[str]:
         return args + extra
     if cmd == "report":
         src = rng.choice([str(w["golden"]), *bad_in])
-        out = rng.choice(bad_out) if src == str(w["golden"]) else rng.choice([out_ok, *bad_out])
+        own = [o for o in bad_out if "artifacts" not in o]  # inside an artifacts folder: no input of a report's
+        out = rng.choice(own) if src == str(w["golden"]) else rng.choice([out_ok, *bad_out])
         extra = rng.choice([[], ["--compare", rng.choice(bad_in)], ["--ceilings", rng.choice(bad_in)],
                             ["--retune", rng.choice(bad_in)]])  # fmt: skip
         return ["report", src, "--out", out, *extra]
+    if cmd == "history":
+        db = rng.choice([str(w["root"] / "none.sqlite"), str(w["afile"]), str(w["busy"]), "mysql://u@h/db"])
+        return rng.choice([
+            ["history", "add", "--db", str(w["root"] / "h.sqlite"), str(w["nometa"])],  # a compare CSV without meta
+            ["history", "add", "--db", str(w["root"] / "h.sqlite"), rng.choice(bad_in)],
+            ["history", "remove", rng.choice(["run", "comparison", "table", ""]), rng.choice(["1", "0", "-1", "x"]),
+             "--db", db],
+            ["compare", str(w["golden"]), str(w["tot"]), "--record", "--db-is-not-an-option"],
+        ])  # fmt: skip
     args = ["run", "--env", str(DATA / "cpu-env.yaml"), "--suite", str(ROOT / "examples" / "softmax.yaml")]
     bad = rng.choice([
         ["--shard", rng.choice(["0/2", "3/2", "x", "1/0", "-1/2", "", "1/2/3"])],

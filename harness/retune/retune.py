@@ -752,7 +752,11 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
 
     inputs = [opts.compare, meta_path(opts.compare), config_dir(), *opts.hints]
     prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN, create=False)
-    load_compare(opts.compare)  # a bad comparison is refused before OUT is made
+    load_compare(opts.compare)  # a bad comparison or env spec is refused before OUT is made
+    from harness.inputs.env import check_venv, load_env_spec
+
+    for name in (opts.tot_env, opts.golden_env):
+        check_venv(load_env_spec(name))
     prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN)
     with lock_output(opts.out / "retune"):
         r = Retune(opts, log, bars)

@@ -13,12 +13,22 @@ from harness.errors import HarnessError
 from harness.retune.retune import Options, retune
 from kernels._config import config_dir
 from tests.bisect.known_times import comparison
+from tests.conftest import DATA
+
+ENV = DATA / "cpu-env.yaml"  # an env spec that loads (the test's own interpreter): the --out checks come after
+
+
+@pytest.fixture(autouse=True)
+def _python(monkeypatch):
+    import sys
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", os.environ.get("HARNESS_TEST_PYTHON", sys.executable))
 
 
 def refused(tmp_path, out, capsys) -> str:
     cmp = comparison(tmp_path, {"a": [40.0, 40.1, 40.2]}, {"a": [60.0, 60.1, 60.2]})
     with pytest.raises(SystemExit) as ex:
-        main(["retune", str(cmp), "--env", "t.yaml", "--golden-env", "g.yaml", "--out", str(out)])
+        main(["retune", str(cmp), "--env", str(ENV), "--golden-env", str(ENV), "--out", str(out)])
     err = capsys.readouterr().err
     assert ex.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err
