@@ -67,3 +67,13 @@ def test_remove_refusals_are_one_line(tmp_path, capsys):
     assert rc == 2 and "expected 'run' or 'comparison'" in err
     rc, _, err = cli(capsys, "history", "remove", "run", "1", "--db", tmp_path / "none.sqlite")
     assert rc == 2 and "no history database here yet" in err and not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.parametrize("command", [["list"], ["show"], ["regressions"], ["annotations"]])
+def test_a_csv_over_the_database_is_refused(tmp_path, capsys, command):
+    db = tmp_path / "h.sqlite"
+    assert cli(capsys, "history", "add", "--db", db, H100 / "compare.csv")[0] == 0
+    before = db.read_bytes()
+    rc, _, err = cli(capsys, "history", *command, "--db", db, "--out", db)
+    assert rc == 2 and "is the history database: refusing to write a CSV over it" in err, err
+    assert db.read_bytes() == before
