@@ -29,3 +29,16 @@ def test_an_output_over_the_database_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HARNESS_DB", str(tmp_path / "h.sqlite"))
     err = refused(capsys, "--markdown", tmp_path / "h.sqlite", "--record")
     assert "h.sqlite is the history database" in err
+
+
+def test_other_suites_or_shards_are_named():
+    from harness.compare.notes import part_differences
+
+    assert part_differences({"suite": "/a/suites/ci.yaml"}, {"suite": "/b/suites/ci.yaml"}) == []
+    assert part_differences({"suite": "suites/ci.yaml"}, {"suite": "suites/library.yaml"}) == [
+        "golden ran suite ci.yaml but TOT ran library.yaml: only the cases of both are compared"
+    ]
+    (w,) = part_differences({"shard": "1/4"}, {"shard": "2/4"})
+    assert w.startswith("golden is shard 1/4 but TOT is shard 2/4: compare the merged files")
+    assert part_differences({"shard": "2/4"}, {"shard": "2/4"}) == []
+    assert "TOT is shard (none)" in part_differences({"shard": "2/4"}, {})[0]
