@@ -599,8 +599,11 @@ def bisect(
     prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv), own=OWN, create=False)
     if not can_plot():  # checked before measuring: the plot comes last, but say now that it will be missing
         log("matplotlib is not installed: timeline.png will not be drawn (pip install matplotlib); all else will")
+    fresh = not out.exists() or not any(out.iterdir())
     plan = make_plan(compare_csv, versions, out, log=log, **options)
-    prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv, plan.cmp), own=OWN)
+    # the plan writes the releases' env specs into OUT/envs: in a folder that was new or empty, they are its own
+    own = (*OWN, "envs") if fresh else OWN
+    prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv, plan.cmp), own=own)
     check_options(out, options_record(plan, versions, options), plan.opts.resume)
     res = run_rounds(plan, measure, log)
     res.steps = culprit_steps(res)

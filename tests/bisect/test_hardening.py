@@ -47,6 +47,9 @@ def planned(tmp_path, cmp_csv, monkeypatch):
     def fake_plan(compare_csv, versions, out_, *, log, **options):
         p = plan(tmp_path, compare_csv, versions)
         p.out = out_
+        for v in versions:  # as make_plan does: the releases' env specs, written into OUT/envs
+            (out_ / "envs").mkdir(parents=True, exist_ok=True)
+            (out_ / "envs" / f"triton-{v}.yaml").write_text(f"triton: {v}\n")
         p.opts.resume = bool(options.get("opts") and options["opts"].resume)
         if options.get("opts") is not None:
             p.opts.reps = options["opts"].reps
