@@ -387,8 +387,16 @@ def run(
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
         raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
-    if times is not None and not (shard or gpus):
+    if times is not None and shard is None and gpus is None:
         raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
+    if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none
+        from harness.run.shards import parse_shard
+
+        shard = "{}/{}".format(*parse_shard(shard))
+    if gpus is not None:
+        from harness.run.node import parse_gpus
+
+        gpu_list = parse_gpus(gpus)
     if record:
         from harness.history.record import check_record
 
@@ -397,10 +405,6 @@ def run(
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = _previous_times(times) if times else None
-    if shard:
-        from harness.run.shards import parse_shard
-
-        shard = "{}/{}".format(*parse_shard(shard))
     cases = _selected_cases(suite, kernel, filter_, shard, previous)
     opts = RunOptions(
         reps=reps,
@@ -426,10 +430,8 @@ def run(
                 soft_wrap=True,
             )
         return
-    if gpus:
-        from harness.run.node import parse_gpus
-
-        all_counts = _measure_on_gpus(con, runs, cases, opts, str(suite), parse_gpus(gpus), previous)
+    if gpus is not None:
+        all_counts = _measure_on_gpus(con, runs, cases, opts, str(suite), gpu_list, previous)
     else:
         all_counts = _measure(con, runs, cases, opts, str(suite))
     for (_, o), counts in zip(runs, all_counts):

@@ -69,7 +69,7 @@ def draw(rng: random.Random, w: dict[str, Path]) -> list[str]:
     """One argument list with at least one bad input."""
     out_ok = str(w["root"] / f"new-{rng.randrange(10**6)}")
     bad_out, bad_in, nums = _bad_out(w), _bad_input(w), _numbers()
-    cmd = rng.choice(["unpack", "bisect", "retune", "merge", "explain", "report", "run", "history"])
+    cmd = rng.choice(["unpack", "pack", "compare", "bisect", "retune", "merge", "explain", "report", "run", "history"])
     if cmd == "unpack":
         src = rng.choice([str(w["bundle"]), *bad_in])
         dest = rng.choice([str(w["bundle"]), str(w["bundle"] / "p0"), str(w["root"]), str(w["afile"]), str(w["busy"]),
@@ -106,6 +106,28 @@ def draw(rng: random.Random, w: dict[str, Path]) -> list[str]:
         extra = rng.choice([[], ["--compare", rng.choice(bad_in)], ["--ceilings", rng.choice(bad_in)],
                             ["--retune", rng.choice(bad_in)]])  # fmt: skip
         return ["report", src, "--out", out, *extra]
+    if cmd == "pack":
+        bad = rng.choice([
+            ["--out", rng.choice([str(w["bundle"]), str(w["busy"]), str(w["afile"]), str(w["afile"] / "b")])],
+            ["--out", out_ok, "--level", rng.choice(["-1", "10", "x"])],
+            ["--out", out_ok, "--part-mb", rng.choice(["0", "-1", "nan", "x"])],
+            ["--out", out_ok, "--python", rng.choice(["3", "x.y", "2.7.1", ""])],
+            ["--out", out_ok, "--arch", rng.choice(["sparc", ""])],
+        ])  # fmt: skip
+        version = rng.choice(["3.7.1", "3.8", "latest", "x"])
+        wheel = rng.choice([str(w["missing"]), str(w["afile"]), str(w["busy"])])
+        return ["env", "pack", version, "--wheel", wheel, *bad]
+    if cmd == "compare":
+        g, t = str(w["golden"]), str(w["tot"])
+        return rng.choice([
+            ["compare", g, t, "--out", rng.choice([g, t, str(w["afile"] / "c.csv"), str(w["busy"])])],
+            ["compare", g, t, "--out", str(w["root"] / "c.csv"), "--markdown", str(w["root"] / "c.csv")],
+            ["compare", g, t, "--markdown", rng.choice([g, str(w["golden"]) + ".env.json"])],
+            ["compare", rng.choice(bad_in), t],
+            ["compare", g, t, "--rel", rng.choice(["0", "-1", "nan", "inf"])],
+            ["compare", g, t, "--unstable", "maybe"],
+            ["compare", g, t, "--worst", "0"],
+        ])  # fmt: skip
     if cmd == "history":
         db = rng.choice([str(w["root"] / "none.sqlite"), str(w["afile"]), str(w["busy"]), "mysql://u@h/db"])
         return rng.choice([

@@ -93,3 +93,9 @@ def test_artifacts_on_the_interpreter_say_nothing_was_kept(tmp_path, capsys):
     code, err = run(capsys, tmp_path / "x.csv", "--filter", ONE, "--launches", "1", "--reps", "1", "--artifacts")
     assert code == 0, err
     assert "--artifacts kept nothing: Triton's CPU interpreter compiles no kernels" in err
+
+
+@pytest.mark.parametrize(("option", "says"), [("--gpus", "--gpus ''"), ("--shard", "--shard ''")])
+def test_an_empty_gpus_or_shard_is_refused_not_ignored(tmp_path, capsys, option, says):
+    code, err = run(capsys, tmp_path / "x.csv", option, "")
+    assert code == 2 and says in err and not (tmp_path / "x.csv").exists()
