@@ -1,10 +1,15 @@
 """Time `harness compare` on two 1,000,000-row results files (target: under 5 s on a 2-core machine).
 
-    python benchmarks/compare_1m.py [--rows 1000000] [--keep DIR]
+    python benchmarks/compare_1m.py [--rows 1000000] [--keep DIR] [--cli [--base OTHER_CHECKOUT]]
 
 Writes two synthetic results files with the runner's full column set (TOT = golden x a random factor,
 some failures and missing cases), then times load + validate + join + verdicts + CSV/markdown output,
 the same code path as the CLI. Prints one line per stage and the total.
+
+--cli times the whole command instead (`python -m harness compare G T --out`, a new process: imports, load,
+validate, compare, terminal table, compare.csv), wall-clock and CPU (user + sys) of each run; with --base, another
+checkout's harness too, interleaved run by run, so both see the same machine. On a shared machine trust the CPU
+seconds over the wall-clock ones, and report the load average printed with them.
 """
 
 from __future__ import annotations
@@ -51,12 +56,30 @@ def make(path: Path, n: int, seed: int, base: np.ndarray | None = None) -> np.nd
     return t
 
 
+def time_cli(checkout: Path, g: Path, t: Path, out: Path) -> tuple[float, float]:
+    """(wall, user + sys) seconds of one `harness compare` of the checkout ``checkout``, a process of its own."""
+    import os
+    import resource
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "harness", "compare", str(g), str(t), "--out", str(out)], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path)
     ap.add_argument("--repeat", type=int, default=3, help="time this many runs; the best is reported")
     ap.add_argument("--reuse", action="store_true", help="time files left in --keep by an earlier run")
+    ap.add_argument("--cli", action="store_true", help="time the whole CLI, a process per run")
+    ap.add_argument("--base", type=Path, help="with --cli: another checkout to time too, interleaved")
     a = ap.parse_args()
     d = a.keep or Path(tempfile.mkdtemp())
     d.mkdir(parents=True, exist_ok=True)
@@ -67,6 +90,18 @@ def main() -> None:
         make(t, a.rows, 2, base)
     print(f"wrote 2 x {a.rows:,} rows ({g.stat().st_size / 1e6:.0f} MB each) in {time.perf_counter() - t0:.1f} s")
 
+    if a.cli:
+        import os
+
+        here = Path(__file__).resolve().parents[1]
+        sides = [("this", here)] + ([("base", a.base.resolve())] if a.base else [])
+        for k in range(a.repeat):
+            shown = []
+            for name, checkout in sides:
+                wall, cpu = time_cli(checkout, g, t, d / f"compare-{name}.csv")
+                shown.append(f"{name}: wall {wall:.2f} s, cpu {cpu:.2f} s")
+            print(f"run {k + 1}: " + "; ".join(shown) + f"   (load average {os.getloadavg()[0]:.2f})")
+        return
     runs = []
     for _ in range(a.repeat):
         t0 = time.perf_counter()

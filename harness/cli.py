@@ -108,6 +108,10 @@ def compare(
     for option, path in outputs.items():
         if path is not None:
             check_writable(option, path)
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out, markdown])
     cmp = compare_files(golden, tot, rule, unstable=unstable)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
@@ -392,6 +396,20 @@ def run(
     with_env, with_out = with_env or [], with_out or []
     if len(with_env) != len(with_out):
         raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+    if times is not None and shard is None and gpus is None:
+        raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
+    if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none
+        from harness.run.shards import parse_shard
+
+        shard = "{}/{}".format(*parse_shard(shard))
+    if gpus is not None:
+        from harness.run.node import parse_gpus
+
+        gpu_list = parse_gpus(gpus)
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out, *with_out, times])
     runs = [(load_env_spec(env), out), *((load_env_spec(e), o) for e, o in zip(with_env, with_out))]
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
@@ -409,12 +427,20 @@ def run(
         launch_gap=gap,
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
+        shard=shard,
     )
     con = stderr()
-    if gpus:
-        from harness.run.node import parse_gpus
-
-        all_counts = _measure_on_gpus(con, runs, cases, opts, str(suite), parse_gpus(gpus), previous)
+    if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
+        _write_empty_parts(runs, opts, str(suite))
+        for _, o in runs:
+            con.print(
+                f"{o}: --shard {shard} holds no case of the selection: wrote the header only",
+                markup=False,
+                soft_wrap=True,
+            )
+        return
+    if gpus is not None:
+        all_counts = _measure_on_gpus(con, runs, cases, opts, str(suite), gpu_list, previous)
     else:
         all_counts = _measure(con, runs, cases, opts, str(suite))
     for (_, o), counts in zip(runs, all_counts):
@@ -422,6 +448,8 @@ def run(
             f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
         )
         _print_failed(con, o, counts)
+    if artifacts:
+        _say_no_artifacts(con, [o for _, o in runs])
     if record:
         from harness.history.record import record as record_files
 
@@ -437,13 +465,24 @@ def _selected_cases(
     from harness.inputs.suite import load_suite, select
 
     cases = select(load_suite(suite), kernel, filter_)
+    if not cases:
+        raise HarnessError(f"{suite}: no case matches --kernel/--filter")
     if shard:
         from harness.run.shards import shard as take_shard
 
-        cases = take_shard(cases, shard, previous)
-    if not cases:
-        raise HarnessError(f"{suite}: no case matches --kernel/--filter" + (f"/--shard {shard}" if shard else ""))
+        cases = take_shard(cases, shard, previous)  # may be empty: more shards than cases
     return cases
+
+
+def _write_empty_parts(runs: list, opts, suite: str) -> None:  # noqa: ANN001
+    """Every OUT of a shard without cases: the header and a sidecar (checked and locked like any run's)."""
+    from harness.run.options import run_options
+    from harness.run.runner import lock_outputs
+    from harness.run.sidecar import write_empty_part
+
+    with lock_outputs(runs, opts, suite):
+        for spec, out in runs:
+            write_empty_part(spec, opts, Path(out), suite, run_options(spec, opts, suite))
 
 
 def _measure(con, runs: list, cases: list, opts, suite: str) -> list[dict[str, int]]:  # noqa: ANN001
@@ -486,6 +525,22 @@ def _previous_times(path: Path) -> dict[str, float]:
     return dict(zip(df["kernel"] + "/" + df["case_id"], df["time_us"].astype(float)))
 
 
+def _say_no_artifacts(con, outs: list[Path]) -> None:  # noqa: ANN001 - a rich Console
+    """--artifacts on Triton's CPU interpreter keeps nothing: it compiles no kernels. Say so, not silently."""
+    import json
+
+    from harness.results.schema import sidecar_path
+
+    for o in outs:
+        try:
+            backend = json.loads(sidecar_path(o).read_text()).get("backend")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if backend == "interp":
+            con.print(f"{o}: --artifacts kept nothing: Triton's CPU interpreter compiles no kernels "
+                      "(`harness explain` needs a GPU run)", markup=False, soft_wrap=True)  # fmt: skip
+
+
 def _print_failed(con, out: Path, counts: dict[str, int]) -> None:  # noqa: ANN001 - a rich Console
     """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
     if all(k in ("ok", "unstable") for k in counts):
@@ -510,9 +565,16 @@ def merge(
 ) -> None:
     """Merge the parts of one environment's results (CI shards, Slurm tasks) into one file: parts measured with
     another stack, method or GPU model are refused, naming the field; overlapping or missing cases too."""
-    from harness.fsutil import check_writable
+    from harness.fsutil import check_writable, refuse_overwrite
+    from harness.results.schema import sidecar_path
     from harness.run.merge import merge_results
 
+    refuse_overwrite({"--out": out, "--out's sidecar": sidecar_path(out)}, [*parts, *map(sidecar_path, parts)])
+    for p in parts:
+        if not p.is_file():
+            raise HarnessError(
+                f"{p}: " + ("is a directory, expected a results CSV file" if p.is_dir() else "no such file")
+            )
     check_writable("--out", out)
     counts = merge_results(list(parts), out, suite)
     print(f"{out}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" ({len(parts)} parts)")
@@ -569,7 +631,7 @@ def _print_retune(data: dict, out: Path) -> None:
     from rich.table import Table
 
     from harness.render.terminal import stdout
-    from harness.retune.report import cost_line, kernel_rows
+    from harness.retune.report import asked_line, cost_line, kernel_rows
 
     cols, rows = kernel_rows(data)
     t = Table(title="regressions before → after", title_justify="left", show_edge=False, box=None)
@@ -578,6 +640,8 @@ def _print_retune(data: dict, out: Path) -> None:
     for r in rows:
         t.add_row(*(str(v) for v in r))
     con = stdout()
+    if asked_line(data):
+        con.print(asked_line(data), markup=False)
     con.print(t)
     con.print(
         f"{len(data['kept'])} changes kept, {len(data['rejected'])} rejected; {len(data['files'])} files "
@@ -602,9 +666,14 @@ def explain(
     tot_artifacts: Annotated[Path | None, typer.Option(help="TOT artifacts folder (default: beside TOT's)")] = None,
 ) -> None:
     """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
+    from harness.compare.store import meta_path
     from harness.explain.explain import explain_cases, write_explain
+    from harness.outdir import prepare_out_dir
 
+    inputs = [compare_csv, meta_path(compare_csv), golden_artifacts, tot_artifacts]
+    prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",), create=False)
     cases = explain_cases(compare_csv, case, golden_artifacts, tot_artifacts, limit)
+    prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",))
     index = write_explain(cases, out)
     print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")
 

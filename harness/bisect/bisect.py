@@ -42,6 +42,9 @@ from harness.run.options import RunOptions
 #: measures cases under several envs into their files, interleaved (harness.run.interleave.run_interleaved)
 Measure = Callable[[list[tuple[EnvSpec, Path]], list[Case], RunOptions, str], Any]
 DEFAULT_VERDICTS = ("regression", "failed_in_tot")
+RESERVED = ("golden", "tot")  # the stack keys of golden and TOT
+#: what only a bisection folder holds: a folder with it was written by an older harness bisect (before its marker)
+OWN = ("bisect.json", "bisect.md", "runs", "options.json")
 
 
 @dataclass
@@ -160,6 +163,20 @@ def match_cases(targets: pd.DataFrame, suite: Path) -> list[Case]:
     return out
 
 
+def check_items(versions: list[str], mode: str) -> None:
+    """Before anything is read: --mode is one harness knows, and each --versions item a release or a spec file."""
+    from harness.inputs.envschema import MODES, release_version
+
+    if mode not in MODES:
+        raise HarnessError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
+    for item in versions:
+        if item.endswith((".yaml", ".yml")):
+            if not Path(item).is_file():
+                raise HarnessError(f"--versions: {item}: no such env spec file")
+        elif not Path(item).is_file():
+            release_version(item, "--versions")
+
+
 def release_stacks(items: list[str], mode: str, golden: EnvSpec, out: Path, log) -> list[Stack]:
     """One stack per --versions item: an env spec file as it is, or a release made from golden's env (a venv is
     created if it is not complete yet: that needs the package index)."""
@@ -180,6 +197,8 @@ def release_stacks(items: list[str], mode: str, golden: EnvSpec, out: Path, log)
                 log(f"creating the venv of triton {item} ({spec.venv_dir()})")
                 create_env(spec, log=log)
         key = asked or spec.name
+        if key in RESERVED:  # golden's and TOT's files are runs/round-N/golden.csv and tot.csv
+            key = f"release-{key}"
         if key in seen:
             raise HarnessError(f"--versions: {key} is named twice")
         seen.add(key)
@@ -218,6 +237,40 @@ def probe_stacks(stacks: list[Stack], cmp: Comparison, log) -> None:
         log(f"warning: golden now runs Triton {stacks[0].version}; the comparison's golden ran {want}")
 
 
+def _release(version: str) -> Any:
+    """The comparable release of a Triton version ('3.8.0+git1a2b' → 3.8.0), or None when it is not one."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:
+        return None
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+def check_order(stacks: list[Stack]) -> None:
+    """Each release strictly between golden and TOT and after the one before it, as --versions promises: a release
+    equal to golden's or TOT's version would be blamed for an empty step, one out of order for the wrong one."""
+    golden, tot, releases = stacks[0], stacks[-1], stacks[1:-1]
+    for r in releases:
+        for end, role in ((golden, "golden"), (tot, "TOT")):
+            if end.version not in ("", "?") and same_version(r.version, end.version):
+                raise HarnessError(
+                    f"--versions: {r.asked or r.spec.path} runs Triton {r.version}, {role}'s version: name only the "
+                    "releases between golden and TOT"
+                )
+    known = [(s, _release(s.version)) for s in stacks if s.version not in ("", "?")]
+    if any(v is None for _, v in known):
+        return  # a version that is no release (a git build's own label): its place cannot be checked
+    for (a, va), (b, vb) in zip(known, known[1:]):
+        if not va < vb:
+            raise HarnessError(
+                f"--versions: Triton {a.label} is not older than {b.label}: give the releases in order, oldest "
+                "first, between golden and TOT"
+            )
+
+
 def make_plan(
     compare_csv: Path,
     versions: list[str],
@@ -241,6 +294,7 @@ def make_plan(
     twice = next((v for v in versions if versions.count(v) > 1), None)
     if twice is not None:
         raise HarnessError(f"--versions: {twice} is named twice")
+    check_items(versions, mode)
     cmp = load_compare(compare_csv)
     targets = select_targets(cmp, patterns, str(compare_csv))
     suite_path = find_suite(cmp, compare_csv, suite)
@@ -258,7 +312,61 @@ def make_plan(
     if t is None:
         log("TOT is not measured again: its verdicts are the comparison's (pass --tot ENV to measure it)")
     probe_stacks(stacks, cmp, log)
+    check_order(stacks)
     return Plan(compare_csv, cmp, targets, cases, suite_path, stacks, out, opts or RunOptions(), remeasure)
+
+
+def inputs_of(compare_csv: Path, cmp: Comparison | None = None) -> list[Path | None]:
+    """The files a bisection reads: the comparison, its metadata and the results it names (kept off --out)."""
+    from harness.compare.store import meta_path
+
+    named = [locate_results(n, compare_csv) for n in (cmp.golden_path, cmp.tot_path)] if cmp is not None else []
+    return [compare_csv, meta_path(compare_csv), *named]
+
+
+def options_record(plan: Plan, versions: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    """What a bisection in OUT was asked, for --resume to check (OUT/options.json)."""
+    o = plan.opts
+    return {
+        "compare": str(plan.compare_csv.resolve()),
+        "versions": list(versions),
+        "cases": [c.key for c in plan.cases],
+        "suite": str(plan.suite),
+        "stacks": [str(s.spec.path) if s.spec else None for s in plan.stacks],
+        "mode": options.get("mode", "venv"),
+        "reps": o.reps,
+        "launches": o.launches,
+        "artifacts": o.artifacts,
+        "remeasure": plan.remeasure,
+    }
+
+
+#: the option a field of options.json comes from, to name it when a --resume differs
+OPTION_OF = {"compare": "COMPARE", "versions": "--versions", "cases": "--case", "suite": "--suite",
+             "stacks": "--golden/--tot/--versions", "mode": "--mode", "reps": "--reps", "launches": "--launches",
+             "artifacts": "--artifacts", "remeasure": "--remeasure"}  # fmt: skip
+
+
+def check_options(out: Path, record: dict[str, Any], resume: bool) -> None:
+    """A --resume goes on only with the options OUT's bisection was started with (else one line naming the first
+    that differs); a new bisection records its options in OUT/options.json."""
+    import json
+
+    from harness.fsutil import write_text
+
+    path = out / "options.json"
+    if resume and path.is_file():
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise HarnessError(f"{path}: unreadable ({err}): start a new bisection in another --out") from None
+        for k, v in record.items():
+            if k in before and json.loads(json.dumps(v)) != before[k]:
+                raise HarnessError(
+                    f"--resume: {OPTION_OF.get(k, k)} differs from the bisection in {out} (was {before[k]}, now {v}): "
+                    "resume with the same options, or choose another --out"
+                )
+    write_text(path, json.dumps(record, indent=2) + "\n")
 
 
 # ------------------------------------------------------------------------------------------------ rounds
@@ -484,9 +592,19 @@ def bisect(
 ) -> Outcome:
     """Plan, measure, decide, explain each step, write the outputs (render.write_outputs); ``options`` are
     make_plan's."""
-    from harness.bisect.render import write_outputs
+    from harness.bisect.render import can_plot, write_outputs
+    from harness.outdir import prepare_out_dir
 
-    plan = make_plan(Path(compare_csv), versions, Path(out), log=log, **options)
+    compare_csv, out = Path(compare_csv), Path(out)
+    prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv), own=OWN, create=False)
+    if not can_plot():  # checked before measuring: the plot comes last, but say now that it will be missing
+        log("matplotlib is not installed: timeline.png will not be drawn (pip install matplotlib); all else will")
+    fresh = not out.exists() or not any(out.iterdir())
+    plan = make_plan(compare_csv, versions, out, log=log, **options)
+    # the plan writes the releases' env specs into OUT/envs: in a folder that was new or empty, they are its own
+    own = (*OWN, "envs") if fresh else OWN
+    prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv, plan.cmp), own=own)
+    check_options(out, options_record(plan, versions, options), plan.opts.resume)
     res = run_rounds(plan, measure, log)
     res.steps = culprit_steps(res)
     explain_steps(res, log)

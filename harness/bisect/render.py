@@ -98,7 +98,8 @@ def _rel(path: Path, base: Path) -> str:
     return os.path.relpath(path, base).replace(os.sep, "/")
 
 
-def markdown(res: Outcome) -> str:
+def markdown(res: Outcome, drawn: bool = True) -> str:
+    """bisect.md; ``drawn``: timeline.png was drawn (matplotlib installed), else the page says why it is not."""
     plan = res.plan
     out: list[str] = ["# Which Triton release made each case slower", ""]
     out += _intro(res)
@@ -112,7 +113,7 @@ def markdown(res: Outcome) -> str:
     out += ["", "## Steps", ""]
     out += _steps(res) or ["No case got slower at any release measured."]
     out += ["", "## Time series", ""]
-    out += _series(res)
+    out += _series(res, drawn)
     noisy = _noisy(res)
     if noisy:
         out += ["", "## Measured again", "", "Pairs that were noisy after a measurement (the reps' ranges straddle the "
@@ -192,7 +193,7 @@ def _steps(res: Outcome) -> list[str]:
     return out
 
 
-def _series(res: Outcome) -> list[str]:
+def _series(res: Outcome, drawn: bool = True) -> list[str]:
     plan = res.plan
     head = ["case", f"{plan.stacks[0].label}, µs", *(s.label for s in plan.stacks[1:])]
     rows = []
@@ -212,7 +213,7 @@ def _series(res: Outcome) -> list[str]:
         "",
         *md_table(head, rows, set(range(1, len(head)))),
         "",
-        "![Δ vs golden per release](timeline.png)",
+        "![Δ vs golden per release](timeline.png)" if drawn else "(No timeline.png: matplotlib is not installed.)",
     ]
 
 
@@ -323,11 +324,21 @@ def summary(res: Outcome) -> dict[str, Any]:
 def write_outputs(res: Outcome) -> Path:
     """bisect.md, culprits.csv, series.csv, timeline.png and bisect.json in the bisection's folder."""
     out = res.plan.out
+    drawn = can_plot()
     write_csv(culprits_frame(res), out / "culprits.csv")
     write_csv(series_frame(res), out / "series.csv")
-    write_bytes(out / "timeline.png", plot(res))
     write_text(out / "bisect.json", json.dumps(summary(res), indent=2, default=str) + "\n")
-    return write_text(out / "bisect.md", markdown(res))
+    md = write_text(out / "bisect.md", markdown(res, drawn))
+    if drawn:  # last: the measurements' files are written whatever happens to the plot
+        write_bytes(out / "timeline.png", plot(res))
+    return md
+
+
+def can_plot() -> bool:
+    """matplotlib (an optional dependency, not on a GPU node's driver install) is importable."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 __all__ = ["markdown", "plot", "culprits_frame", "series_frame", "write_outputs", "Plan"]

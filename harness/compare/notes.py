@@ -70,6 +70,25 @@ def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
     gpu = other_gpu(golden_env, tot_env)
     if gpu:
         out.append(gpu)
+    out += part_differences(golden_env, tot_env)
+    return out
+
+
+def part_differences(golden_env: dict, tot_env: dict) -> list[str]:
+    """Warnings where the two files are not results of one selection: other suites (by file name: machines check
+    the repository out in different folders), or other shards of one."""
+    from pathlib import Path
+
+    out = []
+    gs, ts = (Path(str(e.get("suite") or "")).name for e in (golden_env, tot_env))
+    if gs and ts and gs != ts:
+        out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
+    gsh, tsh = golden_env.get("shard"), tot_env.get("shard")
+    if (gsh or tsh) and gsh != tsh:
+        out.append(
+            f"golden is shard {gsh or '(none: the whole selection)'} but TOT is shard {tsh or '(none)'}: "
+            "compare the merged files (harness merge), or the same shard of both"
+        )
     return out
 
 
@@ -136,7 +155,7 @@ COMPARED_VERDICTS = ("regression", "improvement", "ok")
 def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
     """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
     (or of cases all under the floor) is not 'no regressions'."""
-    verdicts = table["verdict"].astype(str)
+    verdicts = table["verdict"]  # a categorical as compare made it: compared by its codes, not as 1M strings
     if verdicts.isin(COMPARED_VERDICTS).any():
         return ""
     timed = int((verdicts == "ignored").sum())

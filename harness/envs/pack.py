@@ -35,6 +35,7 @@ from harness.errors import HarnessError
 from harness.fsutil import write_text
 from harness.inputs.env import OVERLAY_MARKER, read_record
 from harness.inputs.envschema import OVERLAY_ROOT, release_version, same_version
+from harness.outdir import refuse_overlap
 
 Progress = Callable[[str, int, int], None]  # (what, done bytes, total bytes)
 CHUNK = 1 << 20
@@ -362,15 +363,23 @@ def unpack(
     version = man["version"]
     dest = Path(dest) if dest is not None else default_overlay(version)
     record_path = dest / OVERLAY_MARKER
+    refuse_overlap("--dest", dest, [src])
     if dest.exists():
+        if not dest.is_dir():
+            raise HarnessError(f"--dest {dest}: is a file, expected a folder")
         old = read_record(record_path)
         if old and old.get("archive_sha256") == man["archive"]["sha256"]:
             log(f"{dest}: triton {version} from this bundle is unpacked there already")
             return dest, old
-        if not force and (not dest.is_dir() or any(dest.iterdir())):
-            what = f"holds triton {old.get('version')}" if old else "is not an overlay unpacked by harness"
+        if not old and any(dest.iterdir()):  # --force replaces only what `harness env unpack` wrote
             raise HarnessError(
-                f"--dest {dest}: exists and {what}: pass --force to replace it, or choose another --dest"
+                f"--dest {dest}: exists and is not an overlay unpacked by harness (no {OVERLAY_MARKER}): "
+                "choose a new or empty --dest"
+                + (" (--force replaces only an overlay harness unpacked)" if force else "")
+            )
+        if old and not force:
+            raise HarnessError(
+                f"--dest {dest}: exists and holds triton {old.get('version')}: pass --force to replace it, or choose another --dest"
             )
     _verify_parts(man, paths, progress)
     try:

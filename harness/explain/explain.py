@@ -498,17 +498,29 @@ def explain_cases(
     from harness.compare.compare import worst_first
     from harness.compare.store import load_compare
 
+    for option, given in (("--golden-artifacts", golden_artifacts), ("--tot-artifacts", tot_artifacts)):
+        if given is not None and not Path(given).is_dir():
+            what = "is a file, not a folder (unpack an archive first)" if Path(given).exists() else "no such folder"
+            raise HarnessError(f"{option} {given}: {what}: the folder `harness run --artifacts` wrote")
+    try:
+        pats = [re.compile(c) for c in cases or []]
+    except re.error as err:
+        raise HarnessError(f"--case: not a valid regular expression: {err}") from None
     cmp = load_compare(compare_csv)
     g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)
     t_df, t_root = _results_and_root(cmp.tot_path, compare_csv, tot_artifacts)
     for df, root, label in ((g_df, g_root, "golden"), (t_df, t_root, "TOT")):
+        if str(df.attrs.get("env", {}).get("backend") or "") == "interp":
+            raise HarnessError(
+                f"{label} results ran on Triton's CPU interpreter, which compiles no kernels: nothing to explain "
+                "(run on a GPU with `harness run --artifacts`)"
+            )
         if "artifacts" not in df.columns or not text(df["artifacts"]).str.len().any():
             raise HarnessError(f"{label} results have no artifacts column: run them with `harness run --artifacts`")
         if not root.is_dir():
             raise HarnessError(f"{root}: {label} artifacts folder not found (pass --{label.lower()}-artifacts DIR)")
     table = cmp.table.iloc[worst_first(cmp.table)]
     if cases:
-        pats = [re.compile(c) for c in cases]
         keys = table["kernel"] + "/" + table["case_id"]
         table = table[[any(p.search(k) for p in pats) for k in keys]]
         if table.empty:

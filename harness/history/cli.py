@@ -96,13 +96,18 @@ def _open(db: str | None, write: bool = False) -> Any:
     return History.open(db, write=write, log=lambda m: stderr().print(m, markup=False, highlight=False))
 
 
-def _emit(df: Any, csv: bool, out: Path | None, table: Any) -> None:
-    """The result as CSV (stdout or --out) or as the terminal table ``table()`` prints."""
+def _emit(db: str | None, df: Any, csv: bool, out: Path | None, table: Any) -> None:
+    """The result as CSV (stdout or --out) or as the terminal table ``table()`` prints; an --out that is the
+    database itself is refused (it would be written over)."""
     from harness.history.render import to_csv
 
     if out is not None:
-        from harness.fsutil import check_writable, write_text
+        from harness.fsutil import check_writable, same_file, write_text
+        from harness.history.url import resolve
 
+        loc = resolve(db)
+        if loc.path is not None and same_file(out, loc.path):
+            raise HarnessError(f"--out {out} is the history database: refusing to write a CSV over it")
         check_writable("--out", out)
         write_text(out, to_csv(df))
         print(f"wrote {len(df)} rows to {out}")
@@ -141,6 +146,20 @@ def add(
         add_files(h, checked, tags=tags, label=label, commit=commit, echo=print)
 
 
+@history_app.command("remove")
+def remove(
+    kind: Annotated[str, typer.Argument(help="run or comparison")],
+    ident: Annotated[int, typer.Argument(help="its id (harness history list)", min=1)],
+    db: Db = None,
+) -> None:
+    """Remove a wrongly added run (with its rows) or comparison (with its verdicts). A run a comparison or an
+    annotation still refers to is refused: remove the comparison first."""
+    if kind not in ("run", "comparison"):
+        raise HarnessError(f"history remove: expected 'run' or 'comparison', got {kind!r}")
+    with _open(db) as h:  # an existing database only: nothing is created to remove from
+        print(h.remove(kind, ident))
+
+
 @history_app.command("list")
 def list_(
     db: Db = None,
@@ -161,7 +180,7 @@ def list_(
         runs, comps = q.runs_frame(conn, f), q.comparisons_frame(conn, f)
     if csv or out:  # one frame: a run's time is its "when", as a comparison's is
         both = _concat(runs.rename(columns={"run_at": "when"}).assign(kind="run"), comps.assign(kind="comparison"))
-        _emit(both, csv, out, None)
+        _emit(db, both, csv, out, None)
         return
     con = _console()
     runs = runs.assign(
@@ -264,7 +283,7 @@ def show(
         gpus = ", ".join(sorted(set(shown["gpu"]) - {""}))
         print_table(_console(), shown, cols, f"{len(df)} rows{more}" + (f" · {gpus}" if gpus else ""))
 
-    _emit(df, csv, out, table)
+    _emit(db, df, csv, out, table)
 
 
 @history_app.command("trend")
@@ -297,7 +316,7 @@ def trend(
             df, show = case_trend(conn, f, by)
         else:
             df, show = kernel_trend(conn, f, by)
-    _emit(df, csv, out, lambda: show(_console()))
+    _emit(db, df, csv, out, lambda: show(_console()))
 
 
 @history_app.command("regressions")
@@ -332,7 +351,7 @@ def regressions(
             df, show = verdict_change_table(conn, f, from_, to, aa)
         else:
             df, show = regression_table(conn, f, aa)
-    _emit(df, csv, out, lambda: show(_console()))
+    _emit(db, df, csv, out, lambda: show(_console()))
 
 
 @history_app.command("changepoints")
@@ -359,7 +378,7 @@ def changepoints(
     f = _filter(kernel, case, param, stack, triton, gpu, since, until, tag, without_tag)
     with _open(db) as h, h.reading() as conn:
         df, show = changepoint_table(conn, f, min_points)
-    _emit(df, csv, out, lambda: show(_console()))
+    _emit(db, df, csv, out, lambda: show(_console()))
 
 
 @history_app.command("annotate")
@@ -435,4 +454,4 @@ def annotations_(
         ]
         print_table(_console(), shown, cols, f"{len(df)} annotations", kernel_col="")
 
-    _emit(df, csv, out, table)
+    _emit(db, df, csv, out, table)

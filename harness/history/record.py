@@ -44,6 +44,13 @@ def check_files(files: Sequence[Path]) -> list[Checked]:
     out = []
     for p in map(Path, files):
         if kind_of(p) == "compare":
+            from harness.compare.store import meta_path
+
+            if not meta_path(p).is_file():  # without it: "? vs ?", and a second comparison once it is added with it
+                raise HarnessError(
+                    f"{p}: its metadata {meta_path(p).name} is not beside it: a comparison is stored with it (the two "
+                    "stacks, the rule); add the pair `harness compare --out` wrote"
+                )
             load_compare(p)
             out.append(Checked(p, "compare"))
         else:
@@ -55,7 +62,8 @@ def describe(a: Any) -> str:
     """``run 12 added: FILE (120 rows, golden, ...)`` / ``... already stored`` (+ the tags it gained)."""
     state = "added" if a.new else "already stored"
     tags = f"; tags +{','.join(a.tags_added)}" if a.tags_added else ""
-    return f"{a.kind} {a.id} {state}: {a.path} ({a.summary}{tags})"
+    label = f"; label {a.label_change}" if getattr(a, "label_change", "") else ""
+    return f"{a.kind} {a.id} {state}: {a.path} ({a.summary}{tags}{label})"
 
 
 def add_files(
@@ -119,6 +127,25 @@ def record(files: Sequence[Path], db: str | None = None) -> None:
             add_files(h, checked, commit=kernels_commit(), echo=say)
     except HarnessError as err:
         raise HarnessError(f"--record: {err} (the files are kept: harness history add {names})") from None
+
+
+def check_record(outputs: Sequence[Path | None], db: str | None = None) -> None:
+    """``--record``, before any work: the database ($HARNESS_DB) is one harness can use (a supported scheme, a file
+    that is not a folder) and no output of the command is that database."""
+    from harness.fsutil import same_file
+    from harness.history.url import resolve
+
+    try:
+        loc = resolve(db)
+    except HarnessError as err:
+        raise HarnessError(f"--record: {err}") from None
+    if loc.path is None:
+        return
+    if loc.path.is_dir():
+        raise HarnessError(f"--record: the history database {loc.path} is a folder, expected a file")
+    for out in outputs:
+        if out is not None and same_file(out, loc.path):
+            raise HarnessError(f"--record: {out} is the history database: refusing to write results over it")
 
 
 def record_compare(cmp: Any, out: Path | None) -> None:

@@ -106,6 +106,7 @@ class Added:
     path: Path
     summary: str
     tags_added: list[str] = field(default_factory=list)
+    label_change: str = ""  # a stored file given a label again: "'old' → 'new'" (or "'new'" where it had none)
 
 
 class History:
@@ -197,9 +198,9 @@ class History:
         digest = ingest.content_hash(path.read_bytes(), (df.attrs.get("env") or {}).get("captured_at"))
         record = ingest.run_record(df, path, digest, added_by=who(), label=label, tags=tags, commit=commit)
         summary = _run_summary(record)
-        found = self._stored(runs, digest, tags)
+        found = self._stored(runs, digest, tags, label)
         if found:
-            return Added("run", found[0], False, path, summary, found[1])
+            return Added("run", found[0], False, path, summary, *found[1:])
         try:
             with self.writing() as conn:
                 found = _existing(conn, runs, digest)
@@ -208,10 +209,10 @@ class History:
                 run_id = conn.execute(runs.insert().values(record)).inserted_primary_key[0]
                 insert_rows(conn, results, ingest.result_rows(df, run_id))
         except HarnessError:
-            found = self._stored(runs, digest, tags)  # another writer stored the same file first
+            found = self._stored(runs, digest, tags, label)  # another writer stored the same file first
             if not found:
                 raise
-            return Added("run", found[0], False, path, summary, found[1])
+            return Added("run", found[0], False, path, summary, *found[1:])
         return Added("run", run_id, True, path, summary)
 
     def add_compare(self, path: Path, *, tags: str = "", label: str = "", commit: str | None = None) -> list[Added]:
@@ -236,9 +237,9 @@ class History:
         record = ingest.comparison_record(cmp, path, digest, added_by=who(), label=label, tags=tags)
         record.update(golden_run_id=links["golden"], tot_run_id=links["tot"])
         summary = _comparison_summary(record)
-        found = self._stored(comparisons, digest, tags)
+        found = self._stored(comparisons, digest, tags, label)
         if found:
-            return [*added, Added("comparison", found[0], False, path, summary, found[1])]
+            return [*added, Added("comparison", found[0], False, path, summary, *found[1:])]
         try:
             with self.writing() as conn:
                 existing = _existing(conn, comparisons, digest)
@@ -247,10 +248,10 @@ class History:
                 cid = conn.execute(comparisons.insert().values(record)).inserted_primary_key[0]
                 insert_rows(conn, verdicts, ingest.verdict_rows(cmp.table, cid))
         except HarnessError:
-            found = self._stored(comparisons, digest, tags)
+            found = self._stored(comparisons, digest, tags, label)
             if not found:
                 raise
-            return [*added, Added("comparison", found[0], False, path, summary, found[1])]
+            return [*added, Added("comparison", found[0], False, path, summary, *found[1:])]
         return [*added, Added("comparison", cid, True, path, summary)]
 
     def annotate(
@@ -287,14 +288,43 @@ class History:
                 raise HarnessError(f"{self.loc.shown}: no run {run_id} (harness history list shows the runs)")
             return int(conn.execute(annotations.insert().values(record)).inserted_primary_key[0])
 
+    def remove(self, kind: str, ident: int) -> str:
+        """Remove a wrongly added run (with its rows) or comparison (with its verdicts), in one transaction; a run
+        a comparison or an annotation still refers to is refused, naming them. Returns what was removed."""
+        from sqlalchemy import delete, func, or_, select
+
+        table, rows, fk = {"run": (runs, results, results.c.run_id),
+                           "comparison": (comparisons, verdicts, verdicts.c.comparison_id)}[kind]  # fmt: skip
+        with self.writing() as conn:
+            if conn.execute(select(table.c.id).where(table.c.id == ident)).first() is None:
+                raise HarnessError(f"{self.loc.shown}: no {kind} {ident} (harness history list shows them)")
+            if kind == "run":
+                users = conn.execute(select(comparisons.c.id).where(
+                    or_(comparisons.c.golden_run_id == ident, comparisons.c.tot_run_id == ident))).scalars().all()  # fmt: skip
+                if users:
+                    raise HarnessError(
+                        f"run {ident}: comparison {', '.join(map(str, users))} refers to it: remove "
+                        f"{'it' if len(users) == 1 else 'them'} first (harness history remove comparison ID)"
+                    )
+                notes = conn.execute(select(annotations.c.id).where(annotations.c.run_id == ident)).scalars().all()
+                if notes:
+                    raise HarnessError(f"run {ident}: annotation {', '.join(map(str, notes))} refers to it")
+            n = conn.execute(select(func.count()).select_from(rows).where(fk == ident)).scalar_one()
+            conn.execute(delete(rows).where(fk == ident))
+            conn.execute(delete(table).where(table.c.id == ident))
+        return f"removed {kind} {ident} and its {n} {'rows' if kind == 'run' else 'verdicts'}"
+
     # -- helpers -------------------------------------------------------------------------------------------------
 
-    def _stored(self, table: Any, digest: str, tags: str) -> tuple[int, list[str]] | None:
-        """(id, tags newly merged) of the stored file with this hash, or None."""
+    def _stored(self, table: Any, digest: str, tags: str, label: str = "") -> tuple[int, list[str], str] | None:
+        """(id, tags newly merged, label change) of the stored file with this hash, or None. A label given again
+        replaces the stored one, and the change is said, never dropped."""
         from sqlalchemy import select
 
         with self.reading() as conn:
-            row = conn.execute(select(table.c.id, table.c.tags).where(table.c.content_hash == digest)).first()
+            row = conn.execute(
+                select(table.c.id, table.c.tags, table.c.label).where(table.c.content_hash == digest)
+            ).first()
         if row is None:
             return None
         new = sorted(set(filter(None, tags.split(","))) - set(filter(None, (row.tags or "").split(","))))
@@ -302,7 +332,12 @@ class History:
             with self.writing() as conn:
                 current = conn.execute(select(table.c.tags).where(table.c.id == row.id)).scalar_one()
                 conn.execute(table.update().where(table.c.id == row.id).values(tags=ingest.join_tags(current, tags)))
-        return int(row.id), new
+        change = ""
+        if label and label != (row.label or ""):
+            with self.writing() as conn:
+                conn.execute(table.update().where(table.c.id == row.id).values(label=label))
+            change = f"'{row.label}' → '{label}'" if row.label else f"'{label}'"
+        return int(row.id), new, change
 
     def _run_by_env(self, env: dict[str, Any]) -> int | None:
         """The one stored run measured at the sidecar's time under its env name (a comparison whose results files

@@ -29,7 +29,8 @@ import pandas as pd
 
 from harness.compare.compare import Comparison, worst_first
 from harness.errors import HarnessError
-from harness.fsutil import ensure_parent, write_bytes, write_text
+from harness.fsutil import write_bytes, write_text
+from harness.outdir import prepare_out_dir
 from harness.render.envinfo import get
 from harness.report import history_plots, plots
 from harness.report.data import Run, dispatch_table, load_runs, params_frame, parse_vendor, vendor_table
@@ -72,6 +73,17 @@ class Page:
         return img(name, png, alt)
 
 
+#: what only a report folder holds: a folder with it was written by an older harness report (before its marker)
+OWN = ("index.html",)
+
+
+def _db_file(history: str | None) -> str | None:
+    """The history database's file (a path, or sqlite:///PATH), to keep --out off it; None for a server URL."""
+    if not history or ("://" in history and not history.startswith("sqlite:")):
+        return None
+    return history.split("sqlite:///", 1)[-1] if history.startswith("sqlite:") else history
+
+
 def write_report(
     results: list[Path],
     out: Path,
@@ -90,6 +102,10 @@ def write_report(
     if not results and compare_csv is None and history is None:
         raise HarnessError("give at least one results CSV, --compare COMPARE.csv or --history DB")
     require_matplotlib()
+    from harness.compare.store import meta_path
+
+    given = [*results, compare_csv, compare_csv and meta_path(compare_csv), vendor, ceilings, retune, _db_file(history)]
+    prepare_out_dir("--out", out, "report", inputs=given, own=OWN, create=False)
     override = load_ceilings(ceilings) if ceilings is not None else None
     vendor_df = parse_vendor(vendor) if vendor is not None else None
     retuned = None
@@ -112,7 +128,7 @@ def write_report(
         view = load_view(history, {k for r in runs for k in r.df["kernel"].unique()} or None)
     gpu_name = next((get(r.env, ("gpu", "name")) for r in runs if get(r.env, ("gpu", "name"))), "")
     gpu_label, peaks = peaks_for(gpu_name, override)
-    ensure_parent(out / "index.html")  # an unwritable --out is one line, before anything is drawn
+    prepare_out_dir("--out", out, "report", inputs=[*given, *results], own=OWN)  # before anything is drawn
     page = Page(out)
     if cmp is not None:
         _compare_section(page, cmp, explain_dir)

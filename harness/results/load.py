@@ -40,7 +40,7 @@ def case_key(kernel: pd.Series, case_id: pd.Series, *others: tuple[pd.Series, pd
     return kc.astype(np.int64) * max(len(uc), 1) + cc.astype(np.int64)
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     if not path.exists():
         raise HarnessError(f"{path}: no such file")
     if path.is_dir():
@@ -53,10 +53,18 @@ def _read_text(path: Path) -> str:
         raise HarnessError(f"{path}: file is empty, expected a CSV header and rows")
     if b"\x00" in raw[:4096]:
         raise HarnessError(f"{path}: looks binary, expected a UTF-8 CSV file")
+    return raw
+
+
+def _decode(raw: bytes, path: Path) -> str:
     try:
         return raw.decode("utf-8-sig")  # tolerate a BOM written by spreadsheet tools
     except UnicodeDecodeError as err:
         raise HarnessError(f"{path}: byte {err.start}: not UTF-8 text") from None
+
+
+def _read_text(path: Path) -> str:
+    return _decode(_read_bytes(path), path)
 
 
 def _line_numbers(text: str, nrows: int) -> np.ndarray:
@@ -95,7 +103,7 @@ def _numeric(
     return vals
 
 
-def _read_frame(text: str, path: Path, ncols: int) -> pd.DataFrame:
+def _read_frame(text: str, path: Path, ncols: int, raw: bytes | None = None) -> pd.DataFrame:
     """pandas' pyarrow reader (multithreaded, ~4x faster on big files) when it is there and the file is
     clean; the C reader otherwise, which also gives the precise message for a malformed file."""
     kw: dict[str, Any] = dict(dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False, na_values=NA_VALUES)
@@ -103,7 +111,8 @@ def _read_frame(text: str, path: Path, ncols: int) -> pd.DataFrame:
         try:
             import pyarrow  # noqa: F401
 
-            return pd.read_csv(io.BytesIO(text.encode("utf-8")), engine="pyarrow", **kw)
+            data = raw.removeprefix(b"\xef\xbb\xbf") if raw is not None else text.encode("utf-8")
+            return pd.read_csv(io.BytesIO(data), engine="pyarrow", **kw)
         except ImportError:
             pass
         except Exception:  # noqa: BLE001 - any pyarrow complaint: let the C reader explain it
@@ -165,10 +174,10 @@ def _first_bad(
     raise HarnessError(f"{path}: line {lines[idx]}:{col} {what}{shown}{tail}")
 
 
-def parse_results(text: str, path: Path) -> pd.DataFrame:
+def parse_results(text: str, path: Path, raw: bytes | None = None) -> pd.DataFrame:
     """Validate CSV text against the contract and return a typed frame (version 1 files upgraded to version 2's
-    columns). ``path`` is only for messages."""
-    df = _frame(text, path)
+    columns). ``path`` is only for messages; ``raw``: the file's bytes, when at hand (not encoded again)."""
+    df = _frame(text, path, raw)
     lines = _LazyLines(text, len(df))
     _check_text(df, path, lines)
     _check_time(df, path, lines)
@@ -185,13 +194,14 @@ def parse_results(text: str, path: Path) -> pd.DataFrame:
     return df
 
 
-def _frame(text: str, path: Path) -> pd.DataFrame:
-    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+def _frame(text: str, path: Path, raw: bytes | None = None) -> pd.DataFrame:
+    end = text.find("\n")
+    header = next(csv.reader(io.StringIO(text[: end if end >= 0 else len(text)])), [])  # not a copy of the rest
     names = [h.strip() for h in header]
     dupcols = sorted({c for c in names if names.count(c) > 1})
     if dupcols:
         raise HarnessError(f"{path}: line 1: column '{dupcols[0]}' appears more than once in the header")
-    df = _read_frame(text, path, len(names))
+    df = _read_frame(text, path, len(names), raw)
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -270,7 +280,8 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     The frame carries ``attrs['env']``: the sidecar metadata (``{}`` when there is none).
     """
     p = Path(path)
-    df = parse_results(_read_text(p), p)
+    raw = _read_bytes(p)
+    df = parse_results(_decode(raw, p), p, raw)
     df.attrs["env"] = load_env(p)
     return df
 

@@ -61,8 +61,10 @@ class Cache:
         self.path = Path(path)
         self.entries: dict[Key, Entry] = {}
         self.loaded = 0
+        self.lines = 0  # non-empty lines read, timings or not: a file of lines none of which is a timing is no cache
         if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                self.lines += bool(line.strip())
                 try:
                     d = json.loads(line)
                     e = Entry(Key(**d["key"]), d["status"], d.get("time_us"), d.get("error", ""))

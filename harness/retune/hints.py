@@ -59,6 +59,13 @@ def cache_file(path: Path) -> Path:
     file = path / "cache.jsonl" if path.is_dir() else path
     if not file.is_file():
         raise HarnessError(f"--hints {path}: no such file" + (" (no cache.jsonl in it)" if path.is_dir() else ""))
+    try:
+        cache = Cache(file)
+    except OSError as err:
+        raise HarnessError(f"--hints {path}: cannot read {file}: {err.strerror}") from None
+    if not cache.loaded:
+        what = f"none of its {cache.lines} lines is a timing" if cache.lines else "it is empty"
+        raise HarnessError(f"--hints {path}: not a retune's cache.jsonl ({what}): give a retune's --out or its cache")
     return file
 
 

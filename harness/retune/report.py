@@ -17,9 +17,10 @@ from harness.render.mdtable import md_table
 from harness.report.page import CSS, JS, html_table, plain
 
 AFTER_NOTE = (
-    "after: the guard's measurements for the cases whose config changed (TOT with the new config against golden "
+    "left: the guard's measurements for the cases whose config changed (TOT with the new config against golden "
     "with the old); for a regressed case whose current config is no regression when timed now, that TOT time "
-    "against golden's on this GPU; COMPARE's verdict for the others"
+    "against golden's on this GPU (counted apart: the retune changed nothing there); COMPARE's verdict for the "
+    "others, among them the cases of kernels without config files, which the retune leaves alone"
 )
 
 
@@ -35,19 +36,27 @@ def _md_table(columns: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(md_table(columns, [[_cell(v) for v in r] for r in rows])) + "\n"
 
 
+KERNEL_COLUMNS = ["kernel", "cases", "regressions: before → left", "fixed by a kept change",
+                  "not regressed when timed again (config unchanged)", "TOT failures: before → left", "note"]  # fmt: skip
+
+
 def kernel_rows(data: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """Per kernel (and all): cases, regressions before → after, TOT failures before → after."""
-    rows, total = [], [0, 0, 0, 0, 0]
+    """Per kernel (and all): cases, regressions before → left, those a kept change fixed apart from those that
+    were no regression when timed again (the retune changed nothing there), TOT failures before → left, and why
+    a kernel was left alone. A retune.json of an older harness lacks the two counts: shown as —."""
+    keys = ("cases", "regressions_before", "regressions_after", "fixed", "retimed", "failed_before", "failed_after")
+    rows, total = [], [0] * len(keys)
     for k in data["kernels"]:
-        vals = [k["cases"], k["regressions_before"], k["regressions_after"], k["failed_before"], k["failed_after"]]
-        total = [a + b for a, b in zip(total, vals)]
-        rows.append(_kernel_row(k["kernel"], vals))
-    rows.append(_kernel_row("all", total))
-    return ["kernel", "cases", "regressions", "TOT failures"], rows
+        vals = [k.get(key) for key in keys]
+        total = [a + b if a is not None and b is not None else None for a, b in zip(total, vals)]
+        rows.append(_kernel_row(k["kernel"], vals, k.get("why", "")))
+    rows.append(_kernel_row("all", total, ""))
+    return KERNEL_COLUMNS, rows
 
 
-def _kernel_row(name: str, v: list[int]) -> list[Any]:
-    return [name, v[0], f"{v[1]} / {v[0]} → {v[2]} / {v[0]}", f"{v[3]} → {v[4]}"]
+def _kernel_row(name: str, v: list[int | None], why: str) -> list[Any]:
+    n, before, after, fixed, retimed, fb, fa = (("—" if x is None else x) for x in v)
+    return [name, n, f"{before} / {n} → {after} / {n}", fixed, retimed, f"{fb} → {fa}", why]
 
 
 CASE_COLUMNS = ["case", "golden old µs", "TOT old µs", "golden new µs", "TOT new µs", "verdict", "why"]
@@ -87,9 +96,25 @@ def cost_line(cost: dict[str, Any], budget: float) -> str:
     )
 
 
+def asked_line(data: dict[str, Any]) -> str:
+    """What was asked, what was done, and why the two differ."""
+    a = data.get("asked")
+    if not a:
+        return ""
+    kernels = "every kernel" if a["kernels"] == "all" else "--kernel " + ", ".join(a["kernels"])
+    kept = len(data["kept"])
+    line = (f"Asked: the {a['targets']} regressions and TOT failures of {kernels}. Searched {a['searched']} in "
+            f"{a['slots']} slots; {kept} change{'s' * (kept != 1)} kept.")  # fmt: skip
+    if a["left_alone"]:
+        line += f" Left alone: {a['left_alone']} (no config files to change, or none resolves them: see below)."
+    return line
+
+
 def header_lines(data: dict[str, Any]) -> list[str]:
     where = "proposed in" if data["dry_run"] else "written in place to"
+    asked = asked_line(data)
     return [
+        *([asked] if asked else []),
         f"TOT Triton {data['tot']['triton']} (env {data['tot']['env']}) against golden Triton "
         f"{data['golden']['triton']} (env {data['golden']['env']}), {data['gpu']} ({data['arch']}); "
         f"COMPARE {data['compare']}",

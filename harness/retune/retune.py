@@ -146,12 +146,18 @@ class Retune:
         for k in self.opts.kernels:
             if k not in names:
                 raise HarnessError(f"--kernel {k!r}: no such kernel in {self.opts.compare}{did_you_mean(k, names)}")
+        self.table = cmp.table
+        kernels, notes = I.load_kernels(names, I.kernel_sources(cmp))
+        tunable = [k for k in self.opts.kernels if k in kernels and kernels[k].spec.config is not None]
+        if self.opts.kernels and not tunable:  # before any worker starts: nothing could be retuned
+            why = "; ".join(n for n in notes if n.split(":", 1)[0] in self.opts.kernels) or "no config files to change"
+            raise HarnessError(f"--kernel {' '.join(self.opts.kernels)}: its kernels look up no config files "
+                               f"({why}): nothing to retune")  # fmt: skip
         tinfo = self._open_stacks()
         self.config_dir = config_dir()
         self.original = I.snapshot(self.config_dir)
         self.state = dict(self.original)
         self.before_dir = self.state_dir(self.original)
-        kernels, notes = I.load_kernels(names, I.kernel_sources(cmp))
         self.cases, more = I.case_infos(cmp, kernels, self.original, self.arch)
         self.notes += notes + more
         self.by_key = {c.key: c for c in self.cases}
@@ -537,6 +543,7 @@ class Retune:
         verdict = self._final_verdicts()
         return {
             "compare": str(self.opts.compare),
+            "asked": self._asked(slots),
             "rule": self.rule.describe(),
             "golden": {"env": self.golden.spec.name, "triton": self.golden.triton},
             "tot": {"env": self.tot.spec.name, "triton": self.tot.triton},
@@ -563,24 +570,70 @@ class Retune:
         verdict.update({cid: _verdict(m, self.rule) for cid, m in self.after.items()})
         return verdict
 
-    def _kernel_rows(self, verdict: dict[str, str]) -> list[dict[str, Any]]:
+    def _scope(self) -> list[str]:
+        """The kernels asked for (--kernel), else every kernel of COMPARE with a regression or TOT failure."""
+        if self.opts.kernels:
+            return list(self.opts.kernels)
+        t = self.table
+        return list(dict.fromkeys(str(k) for k in t.loc[t["verdict"].isin(I.TARGETS), "kernel"]))
+
+    def _alone(self) -> list[dict[str, Any]]:
+        """COMPARE's rows of the kernels in scope that the retune could not place (no config files, a kernel that
+        does not load, a case no file resolves), each with why (the note that left it alone)."""
         rows = []
-        for k in dict.fromkeys(c.case.name for c in self.cases):
-            mine = [c for c in self.cases if c.case.name == k]
-            rows.append(
-                {
-                    "kernel": k,
-                    "cases": len(mine),
-                    "regressions_before": sum(c.verdict == "regression" for c in mine),
-                    "regressions_after": sum(verdict[c.key] == "regression" for c in mine),
-                    "failed_before": sum(c.verdict == "failed_in_tot" for c in mine),
-                    "failed_after": sum(verdict[c.key] == "failed_in_tot" for c in mine),
-                }
+        for r in self.table[self.table["kernel"].astype(str).isin(self._scope())].to_dict("records"):
+            key = f"{r['kernel']}/{r['case_id']}"
+            if key in self.by_key:
+                continue
+            why = next(
+                (
+                    n
+                    for n in self.notes
+                    if n.startswith((f"{r['kernel']}: ", f"{key}:", f"{r['kernel']} {r['case_id']}"))
+                ),
+                "",
             )
+            rows.append({"case": key, "kernel": str(r["kernel"]), "verdict": str(r["verdict"]),
+                         "delta_pct": r.get("delta_pct"), "why": why or "its kernel looks up no config files: left alone"})  # fmt: skip
+        return rows
+
+    def _asked(self, slots: list[Slot]) -> dict[str, Any]:
+        """What was asked and what was done, and the cases between the two (left alone, each with why)."""
+        alone = [r for r in self._alone() if r["verdict"] in I.TARGETS]
+        searched = sum(len(s.targets) for s in slots)
+        return {"kernels": self.opts.kernels or "all", "targets": searched + len(alone), "searched": searched,
+                "slots": len(slots), "left_alone": len(alone)}  # fmt: skip
+
+    def _kernel_rows(self, verdict: dict[str, str]) -> list[dict[str, Any]]:
+        """Per kernel in scope: regressions before, fixed by a kept change, not regressed when timed again with
+        the config unchanged (not the retune's doing), left; TOT failures before and after."""
+        rows = []
+        alone = self._alone()
+        for k in dict.fromkeys([*self._scope(), *(c.case.name for c in self.cases if c.target)]):
+            mine = [c for c in self.cases if c.case.name == k]
+            reg = [c for c in mine if c.verdict == "regression"]
+            lone = [r for r in alone if r["kernel"] == k]
+            row = {
+                "kernel": k,
+                "cases": len(mine) + len(lone),
+                "regressions_before": len(reg) + sum(r["verdict"] == "regression" for r in lone),
+                "fixed": sum(c.key in self.after and verdict[c.key] != "regression" for c in reg),
+                "retimed": sum(c.key not in self.after and c.key in self.after_verdict for c in reg),
+                "regressions_after": sum(verdict[c.key] == "regression" for c in mine)
+                + sum(r["verdict"] == "regression" for r in lone),
+                "failed_before": sum(c.verdict == "failed_in_tot" for c in mine)
+                + sum(r["verdict"] == "failed_in_tot" for r in lone),
+                "failed_after": sum(verdict[c.key] == "failed_in_tot" for c in mine)
+                + sum(r["verdict"] == "failed_in_tot" for r in lone),
+            }
+            if lone and not mine:
+                row["why"] = lone[0]["why"]
+            rows.append(row)
         return rows
 
     def _left(self, slots: list[Slot], verdict: dict[str, str]) -> list[dict[str, Any]]:
-        """The regressions and TOT failures no change removed, each with why."""
+        """The regressions and TOT failures no change removed, each with why: those searched, and those left
+        alone (no config files, no file resolves them)."""
         left = []
         for s in slots:
             for c in s.targets:
@@ -589,6 +642,15 @@ class Retune:
                 m = self.after.get(c.key)
                 why = f"the change kept for {s.name} left it: {judge(m, self.rule).why}" if m else s.why
                 left.append({"case": c.key, "verdict": verdict[c.key], "delta_pct": c.delta_pct, "why": why})
+        in_slot = {c.key for s in slots for c in s.targets}
+        wanted = set(self._scope())
+        for c in self.cases:  # in scope, a target, but in no slot searched
+            if c.target and c.key not in in_slot and c.case.name in wanted and verdict[c.key] in I.TARGETS:
+                left.append({"case": c.key, "verdict": verdict[c.key], "delta_pct": c.delta_pct,
+                             "why": "in no slot searched"})  # fmt: skip
+        for r in self._alone():
+            if r["verdict"] in I.TARGETS:
+                left.append({k: r[k] for k in ("case", "verdict", "delta_pct", "why")})
         return left
 
     def _cost_row(self, slots: list[Slot]) -> dict[str, Any]:
@@ -670,6 +732,10 @@ def _plain(r: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(r, default=str))
 
 
+#: what only a retune folder holds: a folder with one of them was written by an older harness retune (no marker)
+OWN = ("cache.jsonl", "progress.json", "retune.json", "states", "logs")
+
+
 def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
     """Run a retune into ``opts.out`` (locked while it runs); returns the report's data, also written to
     DIR/retune.json, DIR/retune.md and DIR/retune.html."""
@@ -679,16 +745,29 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
         raise HarnessError(f"--budget-min {opts.budget_min:g}: expected a number of minutes > 0")
     if opts.search_min is not None and not 0 <= opts.search_min <= opts.budget_min:
         raise HarnessError(f"--search-min {opts.search_min:g}: expected minutes from 0 to --budget-min")
-    if opts.out.exists() and not opts.out.is_dir():
-        raise HarnessError(f"--out {opts.out}: is a file, expected a folder")
     for path in opts.hints:
         cache_file(path)
-    opts.out.mkdir(parents=True, exist_ok=True)
+    from harness.compare.store import meta_path
+    from harness.outdir import prepare_out_dir
+
+    inputs = [opts.compare, meta_path(opts.compare), config_dir(), *opts.hints]
+    prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN, create=False)
+    load_compare(opts.compare)  # a bad comparison or env spec is refused before OUT is made
+    from harness.inputs.env import check_venv, load_env_spec
+
+    for name in (opts.tot_env, opts.golden_env):
+        check_venv(load_env_spec(name))
+    prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN)
     with lock_output(opts.out / "retune"):
         r = Retune(opts, log, bars)
         r.open()
         slots = r.slots()
-        log(f"{sum(len(s.targets) for s in slots)} regressed or failed cases in {len(slots)} slots")
+        asked = r._asked(slots)
+        alone = f"; {asked['left_alone']} more left alone (no config files to change: see the report)"
+        log(
+            f"{asked['searched']} regressed or failed cases in {len(slots)} slots"
+            + (alone if asked["left_alone"] else "")
+        )
         r.search(slots)
         r.check_golden(slots)
         r.guard(slots)

@@ -40,6 +40,7 @@ RESUME_OPTIONS = {
     "heat_s": "heat seconds",
     "gpu_uuid": "the GPU (UUID)",
     "host": "the host",
+    "shard": "--shard",
 }
 
 

@@ -50,17 +50,71 @@ def _field(env: dict[str, Any], path: tuple[str, ...]) -> Any:
 
 def check_parts(parts: list[Path]) -> list[dict[str, Any]]:
     """The parts' sidecars, after checking they agree on every SAME field (HarnessError naming the first that
-    does not, with both values and both files)."""
-    envs = [load_results(p).attrs["env"] for p in parts]
+    does not, with both values and both files) and are parts of one suite, each shard once. An empty part (a
+    shard without cases) measured nothing: only its suite and shard are checked."""
+    envs = [_env_of(p) for p in parts]
+    measured = [(p, e) for p, e in zip(parts, envs) if not e.get("empty")]
     for path in SAME:
-        first = _field(envs[0], path)
-        for p, env in zip(parts[1:], envs[1:]):
+        if not measured:
+            break
+        first = _field(measured[0][1], path)
+        for p, env in measured[1:]:
             v = _field(env, path)
             if v != first:
                 name = ".".join(path)
-                raise HarnessError(f"{p}: {name} is {v!r} but {parts[0]} has {first!r}: parts of one results file "
-                                   "must be measured the same way")  # fmt: skip
+                raise HarnessError(f"{p}: {name} is {v!r} but {measured[0][0]} has {first!r}: parts of one results "
+                                   "file must be measured the same way")  # fmt: skip
+    _check_identity(parts, envs)
     return envs
+
+
+def _env_of(part: Path) -> dict[str, Any]:
+    """A part's sidecar; its rows are checked too, except in a part its sidecar calls empty (header only)."""
+    from harness.results.load import load_env
+
+    env = load_env(part)
+    if env.get("empty"):
+        header, rows = _rows(part)
+        if rows:
+            raise HarnessError(f"{part}: its sidecar says it is an empty shard but it has {len(rows)} rows")
+        return env
+    return load_results(part).attrs["env"]
+
+
+def _suite_of(env: dict[str, Any]) -> str:
+    """The suite's file name (machines of one CI matrix check the repository out in different folders)."""
+    return Path(str(env.get("suite") or (env.get("run_options") or {}).get("suite") or "")).name
+
+
+def _check_identity(parts: list[Path], envs: list[dict[str, Any]]) -> None:
+    """One suite; no shard twice (the parts of --gpus share their shard, each with its own GPUs); all N shards."""
+    suites = [(p, _suite_of(e)) for p, e in zip(parts, envs) if _suite_of(e)]
+    for p, s in suites[1:]:
+        if s != suites[0][1]:
+            raise HarnessError(f"{p}: suite {s} but {suites[0][0]} ran suite {suites[0][1]}: parts of one suite only")
+    seen: dict[tuple[str, Any], Path] = {}
+    totals: dict[str, Path] = {}
+    for p, e in zip(parts, envs):
+        shard = e.get("shard")
+        if not shard:
+            continue
+        ident = (str(shard), tuple(e.get("visible_gpus") or ()))
+        if ident in seen:
+            raise HarnessError(f"{p}: shard {shard} is also {seen[ident]}: each shard once")
+        seen[ident] = p
+        totals.setdefault(str(shard).split("/")[-1], p)
+    if len(totals) > 1:
+        (n1, p1), (n2, p2) = list(totals.items())[:2]
+        raise HarnessError(f"{p2}: a shard of {n2} but {p1} is a shard of {n1}: parts of one split only")
+    gpu_parts = any(e.get("visible_gpus") for e in envs)  # the parts of one `run --gpus`: one shard's
+    if totals and len(seen) == len(parts) and not gpu_parts:  # every part a shard: all of them must be here
+        n = int(next(iter(totals)))
+        have = {int(str(s).split("/")[0]) for s, _ in seen}
+        missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in have]
+        if missing:
+            raise HarnessError(
+                f"shard {', '.join(missing)} missing: their cases are in no part (a job not finished?): merge every shard's results"
+            )
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -74,6 +128,7 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     if not parts:
         raise HarnessError("harness merge: no parts given")
     refuse_overwrite({"--out": out, "--out's sidecar": sidecar_path(out)}, [*parts, *map(sidecar_path, parts)])
+    refuse_foreign(out)
     envs = check_parts(parts)
     header, rows, seen = None, [], {}
     for p in parts:
@@ -105,6 +160,19 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     for r in rows:
         counts[r[status]] = counts.get(r[status], 0) + 1
     return counts
+
+
+def refuse_foreign(out: Path) -> None:
+    """An existing --out is replaced only when an earlier merge wrote it (its sidecar lists the parts): a results
+    file of a run, a comparison or any other file there is refused, not overwritten."""
+    if not out.exists() or (out.is_file() and not out.stat().st_size):
+        return
+    try:
+        meta = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        meta = None
+    if not (isinstance(meta, dict) and isinstance(meta.get("parts"), list)):
+        raise HarnessError(f"--out {out}: exists and is not a file `harness merge` wrote: choose a new --out")
 
 
 def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:
@@ -145,7 +213,15 @@ def gather_artifacts(parts: list[Path], envs: list[dict[str, Any]], out: Path) -
 def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first part's sidecar, with every part listed (file, host, GPU, when) and the GPUs of all of them: the
     rows' ``gpu`` column says which measured what."""
-    meta = json.loads(json.dumps(envs[0]))
+    base = next((e for e in envs if not e.get("empty")), envs[0])
+    meta = json.loads(json.dumps(base))
+    for k in ("shard", "visible_gpus", "empty"):  # the merged file is every part's
+        meta.pop(k, None)
+    if isinstance(meta.get("run_options"), dict):
+        meta["run_options"]["shard"] = None
+    shards = sorted({str(e["shard"]) for e in envs if e.get("shard")})
+    if shards:
+        meta["merged_shards"] = shards
     meta["parts"] = [
         {"path": str(p), "host": e.get("host"), "gpu": _field(e, ("gpu", "uuid")), "captured_at": e.get("captured_at")}
         for p, e in zip(parts, envs)

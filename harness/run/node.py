@@ -49,6 +49,9 @@ def parse_gpus(text: str) -> list[int]:
     if given is not None and max(gpus) >= len(given):
         raise HarnessError(f"--gpus {text!r}: this process was given {len(given)} GPUs (CUDA_VISIBLE_DEVICES="
                            f"{','.join(given)}), numbered 0 to {len(given) - 1}")  # fmt: skip
+    found = _count_gpus() if given is None else 0  # 0: no GPU tool answered (a CPU run): nothing to check against
+    if found and max(gpus) >= found:
+        raise HarnessError(f"--gpus {text!r}: this machine has {found} GPUs, numbered 0 to {found - 1}")
     return gpus
 
 

@@ -43,6 +43,8 @@ class RunOptions:
     move_inputs: bool = True
     #: the GPUs this run's workers may use (harness run --gpus gives each part its own); None: what the env sees
     visible_gpus: tuple[int, ...] | None = None
+    #: ``I/N`` of --shard: this run's part of the suite, recorded so that a --resume and a merge can check it
+    shard: str | None = None
 
 
 def moves_inputs(opts: RunOptions, timing: str) -> bool:
@@ -117,6 +119,7 @@ def run_options(
         "fresh_process_rounds": opts.fresh_process_rounds,
         "heat_s": opts.heat_s,
         "host": os.uname().nodename,
+        "shard": opts.shard,
     }
     if timing and timing != "auto":
         found["timing"] = timing

@@ -57,6 +57,8 @@ def run_sidecar(
         "placement": ("shuffled" if opts.shuffle_placement else "as allocated") if gpu_timing else None,
         "move_inputs": moves_inputs(opts, timing),
         "host": options["host"],
+        "shard": opts.shard,  # I/N, or None: the whole selection
+        **({"visible_gpus": list(opts.visible_gpus)} if opts.visible_gpus is not None else {}),
         "run_options": options,
         "kernels": {c.name: c.spec.summary() for c in cases},
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
@@ -91,3 +93,30 @@ def sidecar_triton(out: Path) -> dict[str, Any]:
         return json.loads(sidecar_path(out).read_text()).get("triton") or {}
     except (OSError, ValueError, AttributeError):
         return {}
+
+
+def write_empty_part(spec: EnvSpec, opts: RunOptions, out: Path, suite_name: str, options: dict[str, Any]) -> None:
+    """A shard with no case of the selection (more shards than cases): a results file of the header only and a
+    sidecar naming the env, suite and shard, so that `harness merge` of every shard finds all of them. Nothing
+    was measured: it records no stack or GPU, and merge checks none against it."""
+    import csv
+    import io
+
+    from harness.results.schema import COLUMNS
+
+    buf = io.StringIO()
+    csv.writer(buf).writerow(COLUMNS)
+    write_text(out, buf.getvalue())
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "env_name": spec.name,
+        "env_spec": spec.summary(),
+        "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": suite_name,
+        "host": options["host"],
+        "shard": opts.shard,
+        "empty": f"--shard {opts.shard}: no case of the selection falls in this shard; nothing was measured",
+        "run_options": options,
+        "kernels": {},
+    }
+    write_sidecar(out, meta)

@@ -274,3 +274,42 @@ def test_a_real_release_packs_unpacks_and_imports(tmp_path, capsys):
     shown = json.loads(out)
     assert shown["triton"]["version"] == "3.8.0" and Path(shown["triton"]["path"]) == dest / "triton"
     assert shown["triton"]["path"] != str(ROOT)
+
+
+# ------------------------------------------------------------------- unpack never destroys what it did not write
+
+
+def test_unpack_force_onto_the_bundle_itself_is_refused_and_keeps_it(tmp_path, bundle, capsys):
+    before = sorted(p.name for p in bundle.rglob("*"))
+    line = one_line_refusal(["env", "unpack", str(bundle), "--dest", str(bundle), "--force"], capsys)
+    assert f"--dest {bundle} is the input {bundle}" in line
+    assert sorted(p.name for p in bundle.rglob("*")) == before
+
+
+def test_unpack_force_into_the_bundles_parent_is_refused_and_deletes_nothing(tmp_path, bundle, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    line = one_line_refusal(["env", "unpack", str(bundle), "--dest", str(tmp_path), "--force"], capsys)
+    assert "holds the input" in line
+    assert (tmp_path / "notes.txt").read_text() == "mine" and bundle.is_dir()
+
+
+def test_unpack_dest_inside_the_bundle_is_refused(tmp_path, bundle):
+    with pytest.raises(HarnessError, match="lies inside the input"):
+        unpack(bundle, bundle / "p0" / "ov", force=True, **QUIET)
+    assert not (bundle / "p0" / "ov").exists()
+
+
+def test_unpack_force_replaces_only_an_overlay_harness_wrote(tmp_path, bundle):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "mine.txt").write_text("x")
+    with pytest.raises(HarnessError, match=r"not an overlay unpacked by harness .*--force replaces only an overlay"):
+        unpack(bundle, busy, force=True, **QUIET)
+    assert (busy / "mine.txt").read_text() == "x"
+    (tmp_path / "afile").write_text("y")
+    with pytest.raises(HarnessError, match="is a file, expected a folder"):
+        unpack(bundle, tmp_path / "afile", force=True, **QUIET)
+    assert (tmp_path / "afile").read_text() == "y"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert unpack(bundle, empty, **QUIET)[0] == empty and (empty / OVERLAY_MARKER).is_file()

@@ -201,3 +201,69 @@ def test_capture_from_real_compilations_under_both_tritons(tmp_path):
         kernels["golden"].meta["cubin_resources"]["reg"]
     )
     assert sum(a for k, a, _, _ in kd.mix if k.startswith("global store")) > 0
+
+
+# ------------------------------------------------------------------------------ refusals: one line, exit 2
+
+
+def _explain_cli(capsys, *args) -> str:
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["explain", *map(str, args)])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def explained(tmp_path) -> Path:
+    for side in ("golden", "tot"):
+        shutil.copytree(ART / side, tmp_path / f"{side}.artifacts")
+    g = _results_with_artifacts(tmp_path / "golden.csv", GID, 69.83)
+    t = _results_with_artifacts(tmp_path / "tot.csv", TID, 85.53)
+    return write_compare(compare_files(g, t), tmp_path / "compare.csv")
+
+
+def test_an_artifacts_archive_is_named_as_such(explained, capsys):
+    txz = explained.with_name("golden.txz")
+    txz.write_bytes(b"\xfd7zXZ")
+    err = _explain_cli(capsys, explained, "--out", explained.parent / "e", "--golden-artifacts", txz)
+    assert f"--golden-artifacts {txz}: is a file, not a folder (unpack an archive first)" in err
+    err = _explain_cli(capsys, explained, "--out", explained.parent / "e", "--tot-artifacts", explained.parent / "no")
+    assert "--tot-artifacts" in err and "no such folder" in err
+
+
+def test_out_holding_the_comparison_is_refused(explained, capsys):
+    err = _explain_cli(capsys, explained, "--out", explained.parent)
+    assert f"--out {explained.parent} holds the input {explained}" in err
+    assert not list(explained.parent.glob("index.*"))
+
+
+def test_out_inside_an_artifacts_folder_is_refused(explained, capsys):
+    arts = explained.parent / "golden.artifacts"
+    err = _explain_cli(capsys, explained, "--out", arts / "e", "--golden-artifacts", arts)
+    assert "lies inside the input" in err and not (arts / "e").exists()
+
+
+def test_a_bad_case_regex_is_one_line(explained, capsys):
+    err = _explain_cli(capsys, explained, "--out", explained.parent / "e", "--case", "(")
+    assert "--case: not a valid regular expression" in err
+
+
+def test_interpreter_results_say_no_kernels_were_compiled(explained, capsys):
+    for side in ("golden", "tot"):
+        explained.with_name(f"{side}.csv.env.json").write_text(json.dumps({"backend": "interp"}))
+    err = _explain_cli(capsys, explained, "--out", explained.parent / "e")
+    assert "CPU interpreter, which compiles no kernels" in err
+
+
+def test_cli_writes_a_marked_folder_and_writes_it_again(explained, capsys):
+    from harness.cli import main
+    from harness.outdir import written_by
+
+    for _ in range(2):
+        with pytest.raises(SystemExit) as ex:
+            main(["explain", str(explained), "--out", str(explained.parent / "e")])
+        assert ex.value.code == 0
+    assert written_by(explained.parent / "e") == "harness explain"

@@ -346,3 +346,27 @@ def test_best_configs_of_kernels_with_other_parameters():
     best = best_configs(df).set_index("kernel")
     assert best.loc["softmax", "shape"] == "4 8" and best.loc["gemm", "shape"] == "1 2 3"
     assert best.loc["gemm", "best_us"] == 16.0 and (best["configs"] == 2).all()
+
+
+# --------------------------------------------------------------------- --out never over what the report reads
+
+
+def test_out_holding_an_input_is_refused_before_anything_is_drawn(tmp_path, capsys):
+    shutil.copy(H100 / "golden.csv", tmp_path / "golden.csv")
+    shutil.copy(H100 / "golden.csv.env.json", tmp_path / "golden.csv.env.json")
+    err = _report_cli(capsys, tmp_path / "golden.csv", "--out", tmp_path)
+    assert f"--out {tmp_path} holds the input {tmp_path / 'golden.csv'}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["golden.csv", "golden.csv.env.json"]
+
+
+def test_out_of_unrelated_files_is_refused(tmp_path, capsys):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "notes.md").write_text("mine")
+    err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "r")
+    assert "holds files harness did not write (notes.md)" in err
+
+
+def test_out_under_a_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "f" / "r")
+    assert f"{tmp_path / 'f'} is a file, not a folder" in err

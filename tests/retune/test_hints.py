@@ -100,3 +100,15 @@ def test_hints_of_a_slot_that_is_no_regression_now_are_timed_and_left():
                    hints=[{"BN": 32, "W": 1}])  # fmt: skip
     s.advance(time_of(lambda cfg: 30.0 if cfg["BN"] == 64 else 20.0))
     assert s.done and s.moves == [] and s.regressed_now == 0 and s.finalists() == []
+
+
+def test_a_file_that_is_no_retune_cache_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("a,b\n1,2\n")
+    with pytest.raises(HarnessError, match=r"--hints .*notes.txt: not a retune's cache.jsonl \(none of its 2 lines"):
+        cache_file(tmp_path / "notes.txt")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(HarnessError, match=r"not a retune's cache.jsonl \(it is empty\)"):
+        cache_file(tmp_path / "empty.jsonl")
+    (tmp_path / "bin").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(HarnessError, match=r"not a retune's cache.jsonl"):
+        cache_file(tmp_path / "bin")

@@ -22,6 +22,8 @@ DATA = {
             "kernel": "k",
             "cases": 15,
             "regressions_before": 11,
+            "fixed": 6,
+            "retimed": 1,
             "regressions_after": 4,
             "failed_before": 1,
             "failed_after": 0,
@@ -30,6 +32,8 @@ DATA = {
             "kernel": "j",
             "cases": 5,
             "regressions_before": 0,
+            "fixed": 0,
+            "retimed": 0,
             "regressions_after": 0,
             "failed_before": 0,
             "failed_after": 0,
@@ -86,14 +90,40 @@ DATA = {
 
 def test_before_after_per_kernel_in_the_seeds_form():
     cols, rows = kernel_rows(DATA)
-    assert cols == ["kernel", "cases", "regressions", "TOT failures"]
-    assert rows == [["k", 15, "11 / 15 → 4 / 15", "1 → 0"], ["j", 5, "0 / 5 → 0 / 5", "0 → 0"],
-                    ["all", 20, "11 / 20 → 4 / 20", "1 → 0"]]  # fmt: skip
+    assert cols[:3] == ["kernel", "cases", "regressions: before → left"]
+    assert cols[3:6] == ["fixed by a kept change", "not regressed when timed again (config unchanged)",
+                         "TOT failures: before → left"]  # fmt: skip
+    assert rows == [["k", 15, "11 / 15 → 4 / 15", 6, 1, "1 → 0", ""], ["j", 5, "0 / 5 → 0 / 5", 0, 0, "0 → 0", ""],
+                    ["all", 20, "11 / 20 → 4 / 20", 6, 1, "1 → 0", ""]]  # fmt: skip
+
+
+def test_an_older_retune_json_without_the_split_counts_shows_dashes():
+    old = {**DATA, "kernels": [{k: v for k, v in r.items() if k not in ("fixed", "retimed")} for r in DATA["kernels"]]}
+    rows = kernel_rows(old)[1]
+    assert rows[0][:5] == ["k", 15, "11 / 15 → 4 / 15", "—", "—"] and rows[-1][3] == "—"
+
+
+def test_what_was_asked_and_done_heads_the_report():
+    data = {**DATA, "asked": {"kernels": ["k", "nocfg"], "targets": 14, "searched": 12, "slots": 1, "left_alone": 2}}
+    md = render_markdown(data)
+    assert md.splitlines()[2].startswith(
+        "Asked: the 14 regressions and TOT failures of --kernel k, nocfg. Searched 12 in 1 slots; 1 change kept. "
+        "Left alone: 2 (no config files to change"
+    )
+
+
+def test_a_kernel_left_alone_is_in_the_table_with_why():
+    data = {**DATA, "kernels": [*DATA["kernels"], {"kernel": "nocfg", "cases": 3, "regressions_before": 2, "fixed": 0,
+            "retimed": 0, "regressions_after": 2, "failed_before": 0, "failed_after": 0,
+            "why": "its kernel looks up no config files: left alone"}]}  # fmt: skip
+    rows = kernel_rows(data)[1]
+    assert rows[2] == ["nocfg", 3, "2 / 3 → 2 / 3", 0, 0, "0 → 0", "its kernel looks up no config files: left alone"]
+    assert rows[-1][2] == "13 / 23 → 6 / 23"
 
 
 def test_markdown_names_every_change_its_reason_and_the_cost():
     md = render_markdown(DATA)
-    assert "| k | 15 | 11 / 15 → 4 / 15 | 1 → 0 |" in md
+    assert "| k | 15 | 11 / 15 → 4 / 15 | 6 | 1 | 1 → 0 |" in md
     assert "### sm90-K-N=512-K=128.json:any (per-shape)\n\nBK 64→128: fixes 1 of 1 cases it changes, none slower." in md
     assert "| k/M1024 | 70 | 86.09 | 70.2 | 69.5 | fixed | TOT vs golden +23.0% → -0.7% |" in md
     assert '| sm90-K.json:any (N=512-K=128) | guard | {"BK": 128} | shared sm90-K.json:any: k M512_N128' in md

@@ -100,3 +100,84 @@ def test_the_merged_file_finds_every_parts_compiled_kernels(tmp_path):
     merge_results([a, b], out)
     root = artifacts_dir(out, load_results(out).attrs["env"])
     assert (root / "h1-k").is_dir() and (root / "h2-k").is_dir()
+
+
+# ------------------------------------------------------------------- identities: suite, shard, empty shards
+
+
+def empty_part(tmp_path, name, shard, suite="suites/ci.yaml"):
+    from harness.results.schema import COLUMNS
+
+    p = tmp_path / f"{name}.csv"
+    p.write_text(",".join(COLUMNS) + "\n")
+    sidecar_path(p).write_text(json.dumps({"schema_version": 2, "env_name": "golden", "suite": suite,
+                                           "shard": shard, "empty": "no case", "run_options": {}}))  # fmt: skip
+    return p
+
+
+def test_an_empty_shard_merges_with_the_others(tmp_path):
+    a = part(tmp_path, "a", ["c1", "c2"], shard="1/3", suite="suites/ci.yaml")
+    b = part(tmp_path, "b", ["c3"], shard="2/3", suite="suites/ci.yaml")
+    out = tmp_path / "m.csv"
+    assert merge_results([a, b, empty_part(tmp_path, "e", "3/3")], out) == {"ok": 3}
+    meta = load_results(out).attrs["env"]
+    assert meta["merged_shards"] == ["1/3", "2/3", "3/3"] and "shard" not in meta and "empty" not in meta
+
+
+def test_a_missing_shard_is_named(tmp_path):
+    a = part(tmp_path, "a", ["c1"], shard="1/3")
+    b = part(tmp_path, "b", ["c2"], shard="3/3")
+    with pytest.raises(HarnessError, match=r"shard 2/3 missing: their cases are in no part"):
+        merge_results([a, b], tmp_path / "m.csv")
+
+
+def test_one_shard_twice_is_refused(tmp_path):
+    a = part(tmp_path, "a", ["c1"], shard="1/2")
+    b = part(tmp_path, "b", ["c2"], shard="1/2")
+    with pytest.raises(HarnessError, match=r"b.csv: shard 1/2 is also .*a.csv: each shard once"):
+        merge_results([a, b], tmp_path / "m.csv")
+
+
+def test_shards_of_two_splits_are_refused(tmp_path):
+    a = part(tmp_path, "a", ["c1"], shard="1/2")
+    b = part(tmp_path, "b", ["c2"], shard="2/3")
+    with pytest.raises(HarnessError, match=r"a shard of 3 but .*a.csv is a shard of 2"):
+        merge_results([a, b], tmp_path / "m.csv")
+
+
+def test_parts_of_two_suites_are_refused(tmp_path):
+    a = part(tmp_path, "a", ["c1"], suite="suites/ci.yaml")
+    b = part(tmp_path, "b", ["c2"], suite="/elsewhere/suites/library.yaml")
+    with pytest.raises(HarnessError, match=r"suite library.yaml but .*a.csv ran suite ci.yaml"):
+        merge_results([a, b], tmp_path / "m.csv")
+    c = part(tmp_path, "c", ["c3"], suite="/other/checkout/suites/ci.yaml")  # another machine's checkout: one suite
+    assert merge_results([a, c], tmp_path / "m.csv") == {"ok": 2}
+
+
+def test_the_parts_of_one_gpus_run_share_their_shard(tmp_path):
+    a = part(tmp_path, "a", ["c1"], shard="2/4", visible_gpus=[0])
+    b = part(tmp_path, "b", ["c2"], "B", shard="2/4", visible_gpus=[1])
+    assert merge_results([a, b], tmp_path / "m.csv") == {"ok": 2}
+
+
+def test_an_empty_part_with_rows_is_refused(tmp_path):
+    e = empty_part(tmp_path, "e", "2/2")
+    with open(e, "a") as fh:
+        fh.write("k,c9" + "," * 10 + "\n")
+    with pytest.raises(HarnessError, match="says it is an empty shard but it has 1 rows"):
+        merge_results([part(tmp_path, "a", ["c1"], shard="1/2"), e], tmp_path / "m.csv")
+
+
+def test_merge_replaces_only_what_a_merge_wrote(tmp_path):
+    a, b = part(tmp_path, "a", ["c1"], "A"), part(tmp_path, "b", ["c2"], "B")
+    other = part(tmp_path, "other", ["c9"])  # a run's results, not a merge's
+    before = other.read_bytes()
+    with pytest.raises(HarnessError, match=r"--out .*other.csv: exists and is not a file `harness merge` wrote"):
+        merge_results([a, b], other)
+    assert other.read_bytes() == before
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(HarnessError, match="is not a file `harness merge` wrote"):
+        merge_results([a, b], tmp_path / "notes.txt")
+    out = tmp_path / "m.csv"
+    merge_results([a], out)
+    assert merge_results([a, b], out) == {"ok": 2}  # a rerun shard, merged again over the earlier merge
