@@ -911,20 +911,10 @@ def suite_show(
     filter: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
 ) -> None:
     """List the cases SUITE expands to, each with the config it would resolve on --arch; runs nothing."""
-    import re
-
-    from harness.inputs.suite import load_suite
+    from harness.inputs.suite import load_suite, select
     from harness.inputs.suiteview import lines, view
 
-    cases = load_suite(suite)
-    if kernel:
-        cases = [c for c in cases if c.name in kernel]
-    if filter:
-        try:
-            rx = re.compile(filter)
-        except re.error as err:
-            raise HarnessError(f"--filter {filter!r}: not a regular expression: {err}") from None
-        cases = [c for c in cases if rx.search(f"{c.name}/{c.case_id}")]
+    cases = select(load_suite(suite), kernel, filter)
     for line in lines(view(cases, arch)):
         print(line)
     print(f"{len(cases)} cases", file=sys.stderr)

@@ -61,4 +61,6 @@ def test_suite_show_lists_every_case_with_its_config_and_runs_nothing(tmp_path):
     none = run("suites/batched_gemm.yaml", "--arch", "gfx9999", "--kernel", "batched_gemm_bf16")
     assert none.returncode == 0 and "no config:" in none.stdout  # said per case, not a crash
     bad = run("suites/batched_gemm.yaml", "--filter", "(")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a regular expression" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a valid regular expression" in bad.stderr
+    typo = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf61")
+    assert typo.returncode == 2 and "no such kernel in the suite" in typo.stderr
