@@ -101,10 +101,7 @@ class Comparison:
         t = self.table
         if "confidence" not in t.columns:
             return int(t["verdict"].isin(BLOCKING).sum())
-        with np.errstate(invalid="ignore", divide="ignore"):
-            limit_pct = 100.0 * (
-                t["limit_us"].to_numpy(dtype=np.float64) / t["golden_us"].to_numpy(dtype=np.float64) - 1
-            )
+        limit_pct, _ = self.rule.limits_pct(t["golden_us"].to_numpy(dtype=np.float64))
         maybe = may_regress(t["verdict"].astype(str), t["confidence"].astype(str), t["delta_hi_pct"], limit_pct)
         return int((maybe | (t["verdict"] == "failed_in_tot")).sum())
 

@@ -15,6 +15,7 @@ import pandas as pd
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import ATTENTION, BLOCKING
 from harness.render.envinfo import side_by_side
+from harness.render.vocabulary import regressions
 
 MARKER = "<!-- harness:perf-compare -->"
 GITHUB_LIMIT = 65_536
@@ -119,8 +120,11 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
     amb = cmp.ambiguous_counts()
-    regs = f"{reg} regressions ({amb['regression']} ambiguous)" if amb.get("regression") else f"{reg} regressions"
-    status = "✅ no regressions" if reg + fail == 0 else f"❌ {regs}, {fail} TOT failures"
+    status = (
+        "✅ no regressions"
+        if reg + fail == 0
+        else f"❌ {regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
+    )
     headline = f"**{status}** across {len(cmp.table)} cases.  \n"
     if amb:
         headline += (f"{sum(amb.values())} verdicts are ambiguous: their 95 % interval straddles the rule's limit "

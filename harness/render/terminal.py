@@ -21,7 +21,7 @@ from rich.text import Text
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import BLOCKING, VERDICTS
 from harness.render.envinfo import one_line
-from harness.render.vocabulary import LOOKS, case_label
+from harness.render.vocabulary import LOOKS, case_label, regressions
 
 STYLE = {v: look.style for v, look in LOOKS.items()}
 #: column headings of the per-kernel table: short words, so all twelve fit 80 columns (two lines of heading)
@@ -100,8 +100,11 @@ def headline(counts: dict[str, int], ambiguous: dict[str, int] | None = None) ->
     cases whose 95 % interval straddles a limit (compare/confidence.py)."""
     reg, fail = counts["regression"], counts["failed_in_tot"]
     amb = ambiguous or {}
-    regs = f"{reg} regressions ({amb['regression']} ambiguous)" if amb.get("regression") else f"{reg} regressions"
-    parts = [f"{regs}, {fail} TOT failures" if reg + fail else "no regressions and no TOT failures"]
+    parts = [
+        f"{regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
+        if reg + fail
+        else "no regressions and no TOT failures"
+    ]
     if amb.get("ok"):
         parts.append(f"{amb['ok']} ok but ambiguous")
     if counts["missing_in_tot"]:

@@ -34,6 +34,11 @@ LOOKS: dict[str, Look] = {
 }
 
 
+def regressions(n: int, ambiguous: int = 0) -> str:
+    """``3 regressions (1 ambiguous)``: the count the headlines give, with how many of them are not sure."""
+    return f"{n} regressions ({ambiguous} ambiguous)" if ambiguous else f"{n} regressions"
+
+
 def case_label(kernel: str, case_id: str) -> str:
     """``kernel/case_id``: how a case is named in lists, filters (--filter, --case) and logs."""
     return f"{kernel}/{case_id}"
