@@ -55,6 +55,11 @@ class CaseState:
     def key(self) -> str:
         return f"{self.case.name}\x1f{self.case.case_id}"
 
+    def add_journaled(self, entry: dict[str, Any]) -> None:
+        """A rep as the journal holds it (runner._record writes it, a resumed run replays it)."""
+        self.add_rep(entry["time_us"], entry.get("dispatch_us"), entry.get("telemetry"), entry.get("rank_times_us"),
+                     entry.get("halves_pct"))  # fmt: skip
+
     def add_rep(
         self,
         time_us: float,

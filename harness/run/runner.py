@@ -153,8 +153,7 @@ class SuiteRun:
             if e["kind"] == "prepare":
                 st.prep = e["answer"]
             elif e["kind"] == "rep":
-                st.add_rep(e["time_us"], e.get("dispatch_us"), e.get("telemetry"), e.get("rank_times_us"),
-                           e.get("halves_pct"))  # fmt: skip
+                st.add_journaled(e)
 
     # ----------------------------------------------------------------------------------------- helpers
     def _tick(self, label: str, extra: int = 0) -> None:
@@ -276,8 +275,7 @@ class SuiteRun:
             if ans.get(extra) is not None:
                 entry[extra] = ans[extra]
         self.journal.add(entry)
-        st.add_rep(entry["time_us"], entry["dispatch_us"], entry["telemetry"], entry.get("rank_times_us"),
-                   entry.get("halves_pct"))  # fmt: skip
+        st.add_journaled(entry)
         self._tick(st.case.case_id)
 
     def _read_traced(self, traced: list[CaseState], rnd: int) -> None:
