@@ -106,7 +106,8 @@ class Ranks:
         if seconds <= 0:
             return
         if not self.cuda or self.torch.version.hip:  # %globaltimer is PTX; ROCm waits on the host
-            self.torch.cuda.synchronize() if self.cuda else None
+            if self.cuda:
+                self.torch.cuda.synchronize()
             time.sleep(seconds)
             return
         _kernels()[1][(1,)](int(seconds * 1e9), num_warps=1)

@@ -170,7 +170,7 @@ class Session:
         entry = self.prepared[key]
         self.prepared.move_to_end(key)
         # a rank's inputs include symmetric-memory buffers its peers write through: they stay where they are
-        raw, rehome = self._op(entry, shuffle, move_inputs and self._stays() is not None)
+        raw, rehome = self._op(entry, shuffle, move_inputs)
         op = raw if self.ranks is None else self._in_step(raw)
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
@@ -215,10 +215,11 @@ class Session:
         if not shuffle or self.backend == "interp":
             return launch, None
         rehome = None
-        if move_inputs and self.timing in ("cupti", "events"):
+        stays = self._stays() if move_inputs else None
+        if stays is not None and self.timing in ("cupti", "events"):
 
             def rehome() -> None:
-                entry.inputs = rehomed(entry.inputs, empty, self._rng, self._stays())
+                entry.inputs = rehomed(entry.inputs, empty, self._rng, stays)
 
         return shuffled(launch, empty, self._rng), rehome
 
@@ -280,8 +281,9 @@ class Session:
         fails. Probed with a synchronize after a failed request."""
         if self.backend == "interp":
             return ""
-        if self.ranks is not None and self.ranks.broken():
-            return self.ranks.broken()
+        broken = self.ranks.broken() if self.ranks is not None else ""
+        if broken:
+            return broken
         try:
             self.torch.cuda.synchronize()
             self.torch.empty(1, device="cuda").fill_(0).item()
