@@ -52,7 +52,7 @@ what one rank sends over NVLink, e·M·(N/W)·(W−1), and receives as much.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -69,6 +69,13 @@ ELEMENT_BYTES = {"bf16": 2, "fp16": 2}
 SCATTER_MODES = {"none": 0, "direct": 1, "copy": 2}
 #: what must be in a rank's environment before it allocates peer memory: NVLink multicast off everywhere
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+#: symmetric Ys a rank's launches take turns on at W > 1. A symmetric allocation cannot move with the other
+#: inputs (its peers hold its address), and where it and its signal pad sit is fixed for a process: golden A/A
+#: on two H100s read the same case 0.3-1.3 µs apart from one worker process to the next, most of it in the
+#: barrier after the GEMM (reports/h100x2-multigpu-lockstep/aa-fused-w2/fresh). Taking turns samples several
+#: placements in every rep. Y_RING_ENV overrides it (1 = one Y, as before), for the lab's comparisons.
+Y_RING = 4
+Y_RING_ENV = "GEMM_ALL_SCATTER_Y_RING"
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SCATTER", "NUM_SMS")
 
 
@@ -266,6 +273,15 @@ class Peers:
     seed: int
     #: the columns of Y the last launch produced (all of them, or this rank's block for SCATTER none)
     cols: tuple[int, int] = (0, 0)
+    #: every (y, table, handle) the launches take turns on (Y_RING of them at W > 1), and the one in use
+    ring: list[tuple[torch.Tensor, torch.Tensor, Any]] = field(default_factory=list)
+    turn: int = 0
+
+    def next_y(self) -> None:
+        """The next Y of the ring: every rank advances at every launch, so all ranks use the same one."""
+        if len(self.ring) > 1:
+            self.turn = (self.turn + 1) % len(self.ring)
+            self.y, self.table, self.handle = self.ring[self.turn]
 
 
 def group() -> tuple[int, int]:
@@ -344,12 +360,27 @@ def make_inputs(params: dict[str, Any], seed: int) -> dict[str, Any]:
     dt = DTYPES[params["dtype"]]
     a, b = operands(params, seed, rank)
     if world > 1:
-        y, handle, ptrs = _symmetric_output((M, N), dt, rank)
+        ring = [_symmetric_slot((M, N), dt, rank) for _ in range(y_ring())]
     else:
-        y, handle = torch.empty((M, N), dtype=dt, device=C.device()), None
-        ptrs = [y.data_ptr()]
-    peers = Peers(y=y, table=peer_table(ptrs, y.device), handle=handle, rank=rank, world=world, seed=seed)
+        y = torch.empty((M, N), dtype=dt, device=C.device())
+        ring = [(y, peer_table([y.data_ptr()], y.device), None)]
+    y, table, handle = ring[0]
+    peers = Peers(y=y, table=table, handle=handle, rank=rank, world=world, seed=seed, ring=ring)
     return {"a": a, "b": b, "y": y, "peers": peers, "params": dict(params)}
+
+
+def y_ring() -> int:
+    """How many symmetric Ys (each with its own signal pad) the launches take turns on at W > 1."""
+    raw = os.environ.get(Y_RING_ENV, "")
+    if raw and not (raw.isdigit() and 1 <= int(raw) <= 64):
+        raise RuntimeError(f"{Y_RING_ENV}={raw!r}: expected a whole number from 1 to 64")
+    return int(raw) if raw else Y_RING
+
+
+def _symmetric_slot(shape: tuple[int, int], dt: torch.dtype, rank: int) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    y, handle, ptrs = _symmetric_output(shape, dt, rank)
+    y.fill_(float("nan"))  # an element no launch wrote stays NaN, whichever Y of the ring the check reads
+    return y, peer_table(ptrs, y.device), handle
 
 
 def supported(params: dict[str, Any]) -> str | None:
@@ -392,6 +423,7 @@ def scatter_gemm(
 
 def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     peers: Peers = inputs["peers"]
+    peers.next_y()
     n_local = inputs["b"].shape[0]
     gemm_only = config.get("SCATTER", "direct") == "none"
     sync = peers.handle is not None and not gemm_only

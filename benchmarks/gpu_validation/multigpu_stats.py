@@ -37,16 +37,19 @@ def verdict_table(cmp_csv: Path) -> list[str]:
     df["kind"] = df.apply(_kind, axis=1)
     lines = [
         f"{cmp_csv.name}: {len(df)} cases",
-        "  kernel                          W  cases flagged unjudged  med|d|%  max|d|%",
+        "  kernel                          W  cases flagged confident unjudged  med|d|%  max|d|%",
     ]
+    sure = df["confidence"] == "confident" if "confidence" in df.columns else df["verdict"].isin(FLAGS)
     for (kind, w), g in df.groupby(["kind", "W"]):
         judged = g[g["verdict"].isin((*FLAGS, "ok"))]
         d = judged["delta_pct"].abs()
         med = f"{d.median():8.2f}" if len(d) else "       -"
         mx = f"{d.max():8.2f}" if len(d) else "       -"
-        lines.append(f"  {kind:30s} {w:2d} {len(g):6d} {g['verdict'].isin(FLAGS).sum():7d} "
+        flagged = g["verdict"].isin(FLAGS)
+        lines.append(f"  {kind:30s} {w:2d} {len(g):6d} {flagged.sum():7d} {(flagged & sure[g.index]).sum():9d} "
                      f"{len(g) - len(judged):8d} {med} {mx}")  # fmt: skip
-    lines.append(f"  total flagged: {df['verdict'].isin(FLAGS).sum()} of {len(df)}; verdicts: "
+    flagged = df["verdict"].isin(FLAGS)
+    lines.append(f"  total flagged: {flagged.sum()} of {len(df)} ({(flagged & sure).sum()} confident); verdicts: "
                  + ", ".join(f"{k} {v}" for k, v in df["verdict"].value_counts().items()))  # fmt: skip
     return lines
 

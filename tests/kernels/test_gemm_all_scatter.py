@@ -645,3 +645,26 @@ def test_the_multicast_scan_catches_real_uses():
         (4, "multimem.ld_reduce.relaxed.sys.global.add.f32"),
         (7, "cuMulticastCreate"),
     ]
+
+
+def test_launches_take_turns_on_the_ring_of_ys(monkeypatch):
+    """At W > 1 every launch moves to the next symmetric Y (and its table and handle), wrapping around, so a rep
+    samples several placements of the one input that cannot move; the env knob sets the ring's size."""
+    import torch
+
+    from kernels import gemm_all_scatter as gas
+
+    ring = [(torch.full((1,), float(i)), torch.tensor([i]), f"h{i}") for i in range(3)]
+    p = gas.Peers(y=ring[0][0], table=ring[0][1], handle=ring[0][2], rank=0, world=2, seed=0, ring=ring)
+    seen = []
+    for _ in range(4):
+        p.next_y()
+        seen.append((p.handle, int(p.table[0]), float(p.y[0])))
+    assert seen == [("h1", 1, 1.0), ("h2", 2, 2.0), ("h0", 0, 0.0), ("h1", 1, 1.0)]
+    monkeypatch.delenv(gas.Y_RING_ENV, raising=False)
+    assert gas.y_ring() == gas.Y_RING
+    monkeypatch.setenv(gas.Y_RING_ENV, "1")
+    assert gas.y_ring() == 1
+    monkeypatch.setenv(gas.Y_RING_ENV, "zero")
+    with pytest.raises(RuntimeError, match="GEMM_ALL_SCATTER_Y_RING='zero'"):
+        gas.y_ring()
