@@ -482,6 +482,15 @@ def _check_unique(cases: list[Case], kernels: list[Kernel], p: Path) -> None:
         seen.add(c.key)
 
 
+def as_config_arch(cases: list[Case], arch: str | None) -> list[Case]:
+    """The cases with their configs resolved as on ``arch`` (--config-arch; None: as the suite says)."""
+    if arch is None:
+        return cases
+    if not re.match(r"^[A-Za-z0-9_]+$", arch):
+        raise HarnessError(f"--config-arch: expected an arch name such as gfx950 or sm90, got {arch!r}")
+    return [replace(c, config_arch=arch) for c in cases]
+
+
 def select(cases: list[Case], kernels: list[str] | None = None, pattern: str | None = None) -> list[Case]:
     """``--kernel`` (exact names) and ``--filter`` (a regex over 'kernel/case_id')."""
     out = cases

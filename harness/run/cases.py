@@ -27,6 +27,7 @@ def worker_case(case: Case) -> dict[str, Any]:
         "tolerance": s.tolerance_of(p),
         "dtype": s.dtype_of(p),
         "hooks": list(s.hooks),
+        "config_keys": list(s.config_keys),
         "world_size": s.world_size_of(p),
     }
 

@@ -132,7 +132,7 @@ class Session:
             cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
         except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
             raise CaseFailed("skipped", f"config: {exc}") from None
-        cfg = self.configs.for_backend(cfg, self.backend)
+        cfg = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
         if "finalize_config" in case.get("hooks", ()):
             try:
                 cfg = dict(kernel.finalize_config(case["params"], dict(cfg)))
