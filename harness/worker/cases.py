@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.worker.artifacts import capture_compiled, dump_compiled
-from harness.worker.errors import error_text, is_compile_error, output_problem
+from harness.worker.errors import error_text, import_failure, is_compile_error, output_problem
 from harness.worker.library import library_roots
 
 
@@ -134,6 +134,8 @@ class CaseRun:
             else:
                 result, compiled = self.kernel.launch(inputs, config), []
             sync()
+        except ImportError as exc:  # a library op imported at launch (the AITER adapter does) is missing
+            raise CaseFailed("import_error", import_failure(exc, self._error(exc))) from None
         except Exception as exc:  # noqa: BLE001
             status = "compile_error" if is_compile_error(exc) else "runtime_error"
             raise CaseFailed(status, self._error(exc)) from None

@@ -86,6 +86,12 @@ def error_text(exc: BaseException, files: tuple[str, ...] = (), repo: str = "", 
     return head + "\n" + tail(body, ERROR_CHARS - len(head) - 4)  # 4: the newline and _tail's "..."
 
 
+def import_failure(exc: ImportError, text: str) -> str:
+    """An import's failure as a case's error: the module that could not be imported first (status import_error:
+    a checkout or an env that lacks it, never the kernel's compile)."""
+    return f"cannot import {exc.name or '?'}: {text}"
+
+
 def is_compile_error(exc: BaseException) -> bool:
     """Did this fail while compiling? On a GPU Triton raises CompilationError & co.; under the interpreter a
     failed ``tl.static_assert`` surfaces as an InterpreterError whose cause was raised inside static_assert."""

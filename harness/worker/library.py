@@ -10,7 +10,7 @@ import types
 from typing import Any
 
 
-class LibraryClash(Exception):
+class LibraryClash(ImportError):
     """The package is already imported from another folder in this worker."""
 
 
@@ -26,7 +26,7 @@ def attach(library: dict[str, Any] | None) -> str:
     if have is not None:
         where = [os.path.realpath(p) for p in getattr(have, "__path__", [])]
         if where and folder not in where:
-            raise LibraryClash(f"package {package!r} is imported from {where[0]}, not from {folder}")
+            raise LibraryClash(f"package {package!r} is imported from {where[0]}, not from {folder}", name=package)
         return path
     if path not in sys.path:
         sys.path.insert(0, path)

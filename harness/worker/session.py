@@ -13,9 +13,9 @@ from typing import Any
 
 from harness.worker import facts
 from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
-from harness.worker.errors import error_text
+from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
-from harness.worker.library import LibraryClash, attach, library_roots
+from harness.worker.library import attach, library_roots
 from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
@@ -117,10 +117,8 @@ class Session:
         try:
             attach(case.get("library"))
             return load_kernel(case["source"], self.repo)
-        except (ImportError, LibraryClash) as exc:  # a module missing or broken: not the kernel's compile
-            name = getattr(exc, "name", None) or (case.get("library") or {}).get("package", "?")
-            text = error_text(exc, (path,), self.repo, roots)
-            raise CaseFailed("import_error", f"cannot import {name}: {text}") from None
+        except ImportError as exc:  # a module missing or broken (or a clashing checkout): not the kernel's compile
+            raise CaseFailed("import_error", import_failure(exc, error_text(exc, (path,), self.repo, roots))) from None
         except Exception as exc:  # noqa: BLE001 - a user file that does not import fails its cases, one line each
             raise CaseFailed("compile_error", error_text(exc, (path,), self.repo, roots)) from None
 
@@ -139,6 +137,8 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - the library's own post-processing failing on this case
                 path = case["source"].partition(".py:")[0]
                 text = error_text(exc, (path,), self.repo, library_roots(case))
+                if isinstance(exc, ImportError):
+                    raise CaseFailed("import_error", import_failure(exc, text)) from None
                 raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
