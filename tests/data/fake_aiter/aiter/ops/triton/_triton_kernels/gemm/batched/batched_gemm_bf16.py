@@ -3,6 +3,7 @@
 import triton
 import triton.language as tl
 
+from aiter.ops.triton.utils._triton import arch_info  # noqa: F401 - imported at load, as AITER's utils do
 from aiter.ops.triton.utils.gemm_config_utils import compute_splitk_params, get_gemm_config
 
 
