@@ -7,7 +7,7 @@ configs they take (``config_arch:``) and the checkout of a library their code im
       init: false                 # import aiter.ops... without running aiter/__init__.py (AITER's needs its C++)
       configs: [aiter/ops/triton/configs]   # config folders inside the checkout
     configs: [my_configs]         # config folders relative to the suite, searched before the library's
-    config_arch: gfx950           # resolve configs as on gfx950 (AITER ships no sm90 or CPU files)
+    config_arch: gfx950           # resolve configs as on gfx950 (AITER ships no sm90 or CPU files); ${VAR} too
 
 These settings belong to the suite file that states them, for its own entries (an included suite keeps its own).
 Everything wrong is one line naming the suite and the key.
@@ -60,6 +60,7 @@ def settings(data: dict[str, Any], suite: Path, environ: dict[str, str] | None =
     lib, lib_folders = _library(data.get("library"), f"{suite}: library", base, env)
     folders = _folders(data.get("configs"), f"{suite}: configs", base, env)
     arch = data.get("config_arch", "")
+    arch = expand(arch, f"{suite}: config_arch", env) if isinstance(arch, str) else arch
     if not isinstance(arch, str) or (arch and not _ARCH.match(arch)):
         raise HarnessError(f"{suite}: config_arch: expected an arch name such as gfx950, got {arch!r}")
     return Settings((*folders, *lib_folders), arch, lib)
