@@ -436,6 +436,7 @@ def run(
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
         shard=shard,
+        config_arch=config_arch,
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find

@@ -102,3 +102,11 @@ def test_two_checkouts_of_the_library_under_one_triton_compared(checkouts):
         env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 1 and "same Triton" not in r.stderr, r.stdout + r.stderr
+
+
+def test_a_resume_under_another_config_arch_is_refused():
+    from harness.errors import HarnessError
+    from harness.run.locks import resume_conflict
+
+    with pytest.raises(HarnessError, match=r"--resume with --config-arch gfx942 but the file was measured with gfx950"):
+        resume_conflict({"config_arch": "gfx950"}, {"config_arch": "gfx942"}, "out.csv")
