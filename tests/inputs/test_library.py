@@ -161,3 +161,17 @@ def test_a_case_error_names_the_deepest_line_inside_the_library_first(tmp_path):
             sys.modules.pop(m, None)
     head = error_text(info.value, (str(wrapper),), "", (str(tmp_path / "ck"),)).splitlines()[0]
     assert head == f"ValueError: bad tile (lib/inner.py:2 in deep; via {wrapper}:3 in launch)"
+
+
+def test_the_example_suites_load_with_the_checkout_named_by_a_variable(monkeypatch):
+    monkeypatch.setenv("AITER_CHECKOUT", str(FAKE))
+    monkeypatch.delenv("AITER_CONFIG_ARCH", raising=False)
+    gpu = load_suite(ADAPTER.parent / "batched_gemm.yaml")
+    assert len(gpu) == 120 and {c.config_arch for c in gpu} == {"gfx950"}
+    assert {c.library.path for c in gpu} == {str(FAKE)}
+    monkeypatch.setenv("AITER_CONFIG_ARCH", "")  # set but empty: the GPU's own arch
+    assert {c.config_arch for c in load_suite(ADAPTER.parent / "cpu.yaml")} == {"gfx950"}
+    assert {c.config_arch for c in load_suite(ADAPTER.parent / "batched_gemm.yaml")} == {""}
+    monkeypatch.delenv("AITER_CHECKOUT")
+    with pytest.raises(HarnessError, match=r"library: path: \$\{AITER_CHECKOUT\} is not set"):
+        load_suite(ADAPTER.parent / "cpu.yaml")
