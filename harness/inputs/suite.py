@@ -282,7 +282,8 @@ def expand_entry(entry: Any, defaults: dict[str, Any], where: str, base: Path, c
     for key in entry:
         if key not in RESERVED:
             _read_by_all(key, kernels, _param_names, where, "parameter")
-    for key in (entry.get("zip") or [{}])[0] if isinstance(entry.get("zip"), list) else ():
+    first = entry["zip"][0] if isinstance(entry.get("zip"), list) and entry["zip"] else None
+    for key in first if isinstance(first, dict) else ():  # a point that is no mapping: _zip_points names it
         _read_by_all(key, kernels, _param_names, f"{where}: zip", "parameter")
     e = _merge(entry, defaults, where, kernels)
     cfg_grid = _config_grid(e.fields.pop("config", None), kernels, f"{e.origin.get('config', where)}: config")
