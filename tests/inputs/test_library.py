@@ -175,3 +175,33 @@ def test_the_example_suites_load_with_the_checkout_named_by_a_variable(monkeypat
     monkeypatch.delenv("AITER_CHECKOUT")
     with pytest.raises(HarnessError, match=r"library: path: \$\{AITER_CHECKOUT\} is not set"):
         load_suite(ADAPTER.parent / "cpu.yaml")
+
+
+def test_config_folders_precedence_suite_then_spec_never_harness(tmp_path):
+    """A user kernel's SPEC names a folder beside it; the suite names one beside itself, searched first: the first
+    folder with the family's default file for the arch is the one used; harness's kernels/configs/ is not searched
+    (its BATCHED_GEMM-A16W16 files would fit the family name)."""
+    kdir, sdir = tmp_path / "kernel", tmp_path / "suite"
+    (kdir / "cfg").mkdir(parents=True)
+    (sdir / "mine").mkdir(parents=True)
+    (kdir / "k.py").write_text(
+        "from kernels.spec import ConfigLookup, KernelSpec, dim\n"
+        "SPEC = KernelSpec(name='mine', params=(dim('M'), dim('N'), dim('K')), flops=lambda p: 1.0,\n"
+        "    bytes=lambda p: 1.0, config=ConfigLookup('BATCHED_GEMM-A16W16', folders=('cfg',)),\n"
+        "    config_keys=('BLOCK_SIZE_M',))\n"
+        "def make_inputs(p, seed): ...\ndef launch(i, c): ...\ndef reference(i): ...\n"
+    )
+    (kdir / "cfg" / "sm90-BATCHED_GEMM-A16W16.json").write_text('{"any": {"BLOCK_SIZE_M": 1}}')
+    (kdir / "cfg" / "gfx950-BATCHED_GEMM-A16W16.json").write_text('{"any": {"BLOCK_SIZE_M": 2}}')
+    (sdir / "mine" / "gfx950-BATCHED_GEMM-A16W16.json").write_text('{"any": {"BLOCK_SIZE_M": 3}}')
+    suite = sdir / "s.yaml"
+    suite.write_text(f"configs: [mine]\nentries:\n  - kernel: {kdir / 'k.py'}\n    M: 16\n    N: 32\n    K: 64\n")
+    (case,) = load_suite(suite)
+    assert case.folders == (str(sdir / "mine"), str(kdir / "cfg")) and not case.harness_configs
+    got = {a: resolve_config(worker_case(case), a, _config)[0] for a in ("gfx950", "sm90")}
+    assert got == {"gfx950": {"BLOCK_SIZE_M": 3}, "sm90": {"BLOCK_SIZE_M": 1}}
+    with pytest.raises(_config.ConfigError, match="gfx942"):
+        resolve_config(worker_case(case), "gfx942", _config)
+    (sdir / "mine" / "sm90-BATCHED_GEMM-A16W16.json").write_text('{"any": {"BLOCK_SIZE_Q": 3}}')
+    with pytest.raises(HarnessError, match=r"mine/sm90-BATCHED_GEMM-A16W16.json: any: unknown config key"):
+        load_suite(suite)  # the suite's folder is checked like the kernel's own
