@@ -7,6 +7,10 @@ keys to kwargs: ``{P}_LEQ_x`` (the first with P <= x, x ascending), then ``{P}_G
 x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs). A file may also hold
 notes (keys starting with ``_``), which the lookup skips: ``"_tuned_for"`` records the Triton and GPU each bucket
 was last tuned for (``harness retune`` writes it); AITER's files hold ``"_note"``.
+
+:func:`resolve_in` searches several folders in order (a suite's, a library checkout's, a kernel's own, then
+harness's) by a layout of kernels/_layout.py: harness's, or AITER's (nested before flat, batch-specialized files
+first, only the caller's bounds, keys that are not buckets skipped). :func:`resolve` is one folder of harness's.
 """
 
 from __future__ import annotations
