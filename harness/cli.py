@@ -263,6 +263,13 @@ def _launch_gap(value: str | None) -> str | None:
 # `harness run`'s options, declared once here so that run() reads as what it does
 _Env = Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")]
 _Suite = Annotated[Path, typer.Option("--suite", help="suite YAML (suites/*.yaml)")]
+_ConfigArch = Annotated[
+    str | None,
+    typer.Option(
+        "--config-arch",
+        help="resolve every case's config as on this arch (gfx950 on an H100 or the CPU); recorded in the results",
+    ),
+]
 _Out = Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")]
 _Kernel = Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")]
 _Filter = Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")]
@@ -382,6 +389,7 @@ def run(
     times: _Times = None,
     artifacts: _Artifacts = False,
     record: _Record = False,
+    config_arch: _ConfigArch = None,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
     from harness.inputs.env import TIMINGS, check_venv, load_env_spec
@@ -414,7 +422,7 @@ def run(
     for spec, _ in runs:
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = _previous_times(times) if times else None
-    cases = _selected_cases(suite, kernel, filter_, shard, previous)
+    cases = _selected_cases(suite, kernel, filter_, shard, previous, config_arch)
     opts = RunOptions(
         reps=reps,
         launches=launches,
@@ -428,6 +436,7 @@ def run(
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
         shard=shard,
+        config_arch=config_arch,
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -459,12 +468,18 @@ def run(
 
 
 def _selected_cases(
-    suite: Path, kernel: list[str] | None, filter_: str | None, shard: str | None, previous: dict[str, float] | None
+    suite: Path,
+    kernel: list[str] | None,
+    filter_: str | None,
+    shard: str | None,
+    previous: dict[str, float] | None,
+    config_arch: str | None = None,
 ) -> list:
-    """The suite's cases that --kernel, --filter and --shard leave; none left is bad input."""
-    from harness.inputs.suite import load_suite, select
+    """The suite's cases that --kernel, --filter and --shard leave (as --config-arch says); none left is bad
+    input."""
+    from harness.inputs.suite import as_config_arch, load_suite, select
 
-    cases = select(load_suite(suite), kernel, filter_)
+    cases = as_config_arch(select(load_suite(suite), kernel, filter_), config_arch)
     if not cases:
         raise HarnessError(f"{suite}: no case matches --kernel/--filter")
     if shard:
@@ -909,12 +924,14 @@ def suite_show(
     arch: Annotated[str, typer.Option(help="resolve configs as on this arch (sm90, gfx950, ...)")] = "sm90",
     kernel: Annotated[list[str] | None, typer.Option(help="only these kernels (repeatable)")] = None,
     filter: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
+    config_arch: _ConfigArch = None,
 ) -> None:
-    """List the cases SUITE expands to, each with the config it would resolve on --arch; runs nothing."""
-    from harness.inputs.suite import load_suite, select
+    """List the cases SUITE expands to, each with the config it would resolve on --arch (a suite's config_arch
+    or --config-arch wins); runs nothing."""
+    from harness.inputs.suite import as_config_arch, load_suite, select
     from harness.inputs.suiteview import lines, view
 
-    cases = select(load_suite(suite), kernel, filter)
+    cases = as_config_arch(select(load_suite(suite), kernel, filter), config_arch)
     for line in lines(view(cases, arch)):
         print(line)
     print(f"{len(cases)} cases", file=sys.stderr)

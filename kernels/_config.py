@@ -7,6 +7,10 @@ keys to kwargs: ``{P}_LEQ_x`` (the first with P <= x, x ascending), then ``{P}_G
 x descending), then ``any``, where P is the lookup's bucket parameter (``M`` for the GEMMs). A file may also hold
 notes (keys starting with ``_``), which the lookup skips: ``"_tuned_for"`` records the Triton and GPU each bucket
 was last tuned for (``harness retune`` writes it); AITER's files hold ``"_note"``.
+
+:func:`resolve_in` searches several folders in order (a suite's, a library checkout's, a kernel's own, then
+harness's) by a layout of kernels/_layout.py: harness's, or AITER's (nested before flat, batch-specialized files
+first, only the caller's bounds, keys that are not buckets skipped). :func:`resolve` is one folder of harness's.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from kernels._layout import pick as pick_in_bounds
+from kernels._layout import places, split_buckets
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 STANDARD_M_BOUNDS = (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -57,32 +64,27 @@ class Resolved:
     #: True only when the bucket came from an (N, K)-specific file and was not ``any`` (AITER's is_tuned)
     tuned: bool
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: the folder the file is in (``file`` is relative to it)
+    folder: str = ""
+    #: keys of the file the lookup skipped (AITER's layout: anything that is not a bucket)
+    skipped: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
         src = f"{self.file}:{self.bucket}" + (" (tuned)" if self.tuned else "")
+        src += f" (skipped keys: {', '.join(self.skipped)})" if self.skipped else ""
         return src + (" +suite overrides" if self.overrides else "")
 
 
 def _read(path: str) -> dict[str, dict[str, Any]]:
     """A config file's buckets, read once per version of the file (a file rewritten since, e.g. by `harness
     retune`, is read again)."""
-    try:
-        st = os.stat(path)
-        version = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        version = (0, -1)
-    return _read_version(path, version)
+    return _read_version(path, _version(path))
 
 
 @lru_cache(maxsize=256)
 def _read_version(path: str, version: tuple[int, int]) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read config file: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected an object of bucket -> config objects")
+    data = _json_version(path, version)
     data = {k: v for k, v in data.items() if not is_note(k)}
     if not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"{path}: expected an object of bucket -> config objects")
@@ -95,17 +97,46 @@ def _read_version(path: str, version: tuple[int, int]) -> dict[str, dict[str, An
     return data
 
 
+@lru_cache(maxsize=256)
+def _json_version(path: str, version: tuple[int, int]) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read config file: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object of bucket -> config objects")
+    return data
+
+
+def _version(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+        return (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return (0, -1)
+
+
+def read_buckets(path: str | os.PathLike[str], layout: str = "harness") -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """(a config file's buckets, the keys skipped) as ``layout``'s lookup reads it: harness's refuses a key that is
+    neither a bucket nor a note; AITER's skips it (its gfx1250 A16WFP4 file holds ``"_note"``)."""
+    if layout == "aiter":
+        return split_buckets(_json_version(str(path), _version(str(path))))
+    return _read(str(path)), []
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """A config file's buckets, its notes left out (ConfigError when it is unreadable or not bucket -> config
     objects)."""
     return _read(str(path))
 
 
-def unknown_config_keys(path: str | os.PathLike[str], known: tuple[str, ...]) -> list[tuple[str, str]]:
+def unknown_config_keys(
+    path: str | os.PathLike[str], known: tuple[str, ...], layout: str = "harness"
+) -> list[tuple[str, str]]:
     """(bucket, key) of each key in a config file that is neither in ``known`` (the kernel's CONFIG_KEYS) nor a
     launch option: a kernel never reads it, so a typo there would silently run the default."""
     allowed = set(known) | set(LAUNCH_OPTION_KEYS)
-    return [(b, k) for b, cfg in read_config_file(path).items() for k in cfg if k not in allowed]
+    return [(b, k) for b, cfg in read_buckets(path, layout)[0].items() for k in cfg if k not in allowed]
 
 
 #: config keys whose value is a positive whole number (tile sizes, splits, warps); a typo'd 16.5 or a YAML true
@@ -125,10 +156,10 @@ def config_value_problem(key: str, value: Any) -> str | None:
     return None
 
 
-def bad_config_values(path: str | os.PathLike[str]) -> list[tuple[str, str, str]]:
+def bad_config_values(path: str | os.PathLike[str], layout: str = "harness") -> list[tuple[str, str, str]]:
     """(bucket, key, why) of each value in a config file that :func:`config_value_problem` refuses."""
     found = []
-    for bucket, cfg in read_config_file(path).items():
+    for bucket, cfg in read_buckets(path, layout)[0].items():
         for key, value in cfg.items():
             why = config_value_problem(key, value)
             if why:
@@ -137,16 +168,9 @@ def bad_config_values(path: str | os.PathLike[str]) -> list[tuple[str, str, str]
 
 
 def pick_bucket(buckets: dict[str, Any], value: int, param: str = "M") -> str | None:
-    """AITER's rule: first {P}_LEQ_b with value <= b (b ascending), else first {P}_GEQ_b with value >= b
-    (b descending), else ``any``. Bounds are whatever the file uses, so files with non-standard bounds work too."""
-    found = [(m.group("op"), int(m.group("bound"))) for k in buckets if (m := _BUCKET.match(k))]
-    for b in sorted(b for op, b in found if op == "LEQ"):
-        if b >= value:
-            return f"{param}_LEQ_{b}"
-    for b in sorted((b for op, b in found if op == "GEQ"), reverse=True):
-        if b <= value:
-            return f"{param}_GEQ_{b}"
-    return "any" if "any" in buckets else None
+    """AITER's rule over the bounds the file itself uses (kernels/_layout.py ``pick``), so files with
+    non-standard bounds work too."""
+    return pick_in_bounds(buckets, value, param, None)
 
 
 def bucket_param(buckets: dict[str, Any]) -> str | None:
@@ -174,31 +198,75 @@ def resolve(
     directory: str | os.PathLike[str] | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> Resolved:
-    """The config of a case: its per-shape file (``key``, e.g. ``N=512-K=128``) if there is one, else the default
-    file; in it the bucket for ``bucket_value`` of parameter ``bucket``; the suite's ``overrides`` on top."""
-    d = config_dir(directory)
-    default, specific = config_paths(family, arch, key, d)
-    if not default.is_file():
-        raise ConfigError(f"no default config {default.name} in {d} (arch {arch})")
-    path = specific if specific is not None and specific.is_file() else default
-    buckets = _read(str(path))
+    """The config of a case in one folder of harness's layout: its per-shape file (``key``, e.g. ``N=512-K=128``)
+    if there is one, else the default file; in it the bucket for ``bucket_value`` of parameter ``bucket``; the
+    suite's ``overrides`` on top."""
+    return resolve_in([config_dir(directory)], family, arch, bucket_value, (key,), bucket, overrides=overrides)
+
+
+def resolve_in(
+    folders: list[str | os.PathLike[str]],
+    family: str,
+    arch: str,
+    value: int,
+    keys: tuple[str, ...] = (),
+    bucket: str = "M",
+    layout: str = "harness",
+    bounds: tuple[int, ...] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Resolved:
+    """The config of a case: the first place of the first folder (kernels/_layout.py's order) whose default file
+    exists; in that place the first per-shape file of ``keys`` that exists, else the default (never merged); the
+    bucket for ``value`` (over ``bounds`` when given); the suite's ``overrides`` on top."""
+    tried = []
+    for folder in folders:
+        for place in places(layout, family, arch, keys, Path(folder)):
+            if place.default.is_file():
+                path = next((p for p in place.specific if p.is_file()), place.default)
+                return _take(path, Path(folder), place.default, value, bucket, layout, bounds, overrides)
+            tried.append(str(place.default))
+    if len(tried) == 1:
+        default = Path(tried[0])
+        raise ConfigError(f"no default config {default.name} in {default.parent} (arch {arch})")
+    raise ConfigError(f"no default config for {family} on arch {arch}: none of {', '.join(tried)}")
+
+
+def _take(
+    path: Path,
+    folder: Path,
+    default: Path,
+    value: int,
+    bucket: str,
+    layout: str,
+    bounds: tuple[int, ...] | None,
+    overrides: dict[str, Any] | None,
+) -> Resolved:
+    buckets, skipped = read_buckets(path, layout)
     found = bucket_param(buckets)
-    if found is not None and found != bucket:
+    if layout == "harness" and found is not None and found != bucket:
         raise ConfigError(f"{path}: buckets are on {found}, but this kernel looks up by {bucket}")
-    choice = pick_bucket(buckets, bucket_value, bucket)
+    choice = pick_in_bounds(buckets, value, bucket, bounds)
     if choice is None:
-        raise ConfigError(f"{path}: no bucket matches {bucket}={bucket_value} and there is no 'any'")
-    bucket = choice
-    cfg = dict(buckets[bucket])
-    if overrides:
-        cfg.update(overrides)
+        raise ConfigError(f"{path}: no bucket matches {bucket}={value} and there is no 'any'")
+    cfg = {**buckets[choice], **(overrides or {})}
     return Resolved(
         config=cfg,
-        file=path.name,
-        bucket=bucket,
-        tuned=path == specific and bucket != "any",
+        file=os.path.relpath(path, folder),
+        bucket=choice,
+        tuned=path != default and choice != "any",
         overrides=dict(overrides or {}),
+        folder=str(folder),
+        skipped=tuple(skipped),
     )
+
+
+def for_backend(config: dict[str, Any], backend: str, keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``config`` without the launch options ``backend`` does not accept (AMD's ``waves_per_eu``,
+    ``matrix_instr_nonkdim``, ``kpack`` on NVIDIA and the CPU): the worker applies it to every kernel's config, so
+    a user's kernel that passes ``**config`` to its launch need not know which backend it runs on. ``keep``: keys
+    the kernel declares as its own (AITER's kernels take ``waves_per_eu`` as a constexpr argument)."""
+    accepted = (*LAUNCH_OPTIONS[backend], *keep)
+    return {k: v for k, v in config.items() if k not in BACKEND_ONLY or k in accepted}
 
 
 def split_config(config: dict[str, Any], backend: str) -> tuple[dict[str, Any], dict[str, Any]]:

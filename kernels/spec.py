@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernels._layout import AITER_BOUNDS, LAYOUTS
+
 
 class SpecError(ValueError):
     """A declaration or a case value that cannot be right; the message names what and where."""
@@ -37,7 +39,8 @@ TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 #: the roof a kernel's speed is judged against: a matrix-unit rate per input type, or HBM bandwidth
 PEAKS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "memory")
 #: optional functions a kernel file may define; the worker calls only those its SPEC names
-HOOKS = ("supported",)
+HOOKS = ("supported", "finalize_config")
+
 #: every case has a seed for its random inputs (default 0); kernels need not declare it
 SEED = "seed"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -131,22 +134,51 @@ def dtype(choices: tuple[str, ...], default: Any = REQUIRED, name: str = "dtype"
 
 @dataclass(frozen=True)
 class ConfigLookup:
-    """How a case finds its config in kernels/configs/, AITER's rule: ``{arch}-{family}.json`` holds buckets
-    ``{bucket}_LEQ_x`` (the first with value <= x, x ascending), ``{bucket}_GEQ_x`` (the first with value >= x,
-    x descending) and ``any``; ``{arch}-{family}-N=512-K=128.json`` (the ``specialize`` parameters' values)
-    replaces the default file for those values, never merged with it."""
+    """How a case finds its config, AITER's rule: ``{arch}-{family}.json`` holds buckets ``{bucket}_LEQ_x`` (the
+    first with value <= x, x ascending), ``{bucket}_GEQ_x`` (the first with value >= x, x descending) and ``any``;
+    ``{arch}-{family}-N=512-K=128.json`` (the ``specialize`` parameters' values) replaces the default file for
+    those values, never merged with it.
+
+    ``layout="aiter"`` reads a library's folders as AITER's ``get_gemm_config`` does (kernels/_layout.py: the
+    nested ``{arch}/triton/gemm/{family_lower}/DEFAULT.json`` before the flat ``gemm/{arch}-{family}.json``, keys
+    that are not buckets skipped); ``batch`` names the parameter of AITER's batch-specialized files
+    (``-B=4-N=..-K=..``, tried before ``-N=..-K=..``); ``bounds`` are the only bounds searched (the caller's list,
+    as AITER's lookup takes it; empty: the file's own bounds, or AITER's standard list under its layout);
+    ``folders`` are config folders relative to the kernel file, searched after the suite's."""
 
     family: str
     bucket: str = "M"
     specialize: tuple[str, ...] = ("N", "K")
+    layout: str = "harness"
+    batch: str = ""
+    bounds: tuple[int, ...] = ()
+    folders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.family, str) or not _NAME.match(self.family):
             raise SpecError(f"ConfigLookup family {self.family!r}: expected letters, digits, '_', '-' or '.'")
+        if self.layout not in LAYOUTS:
+            raise SpecError(f"ConfigLookup layout {self.layout!r}: expected one of {', '.join(LAYOUTS)}")
+        b = self.bounds
+        if any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in b) or list(b) != sorted(set(b)):
+            raise SpecError(f"ConfigLookup bounds {b!r}: expected strictly increasing positive integers")
 
     def file_key(self, params: Mapping[str, Any]) -> str:
         """``N=512-K=128``: the suffix of the per-shape file for these parameters ('' without specialize)."""
         return "-".join(f"{p}={params[p]}" for p in self.specialize)
+
+    def file_keys(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The per-shape suffixes tried in order: ``B=4-N=512-K=128`` (with ``batch``), then ``N=512-K=128``."""
+        key = self.file_key(params)
+        if not key:
+            return ()
+        return (f"{self.batch}={params[self.batch]}-{key}", key) if self.batch else (key,)
+
+    def search_bounds(self) -> tuple[int, ...] | None:
+        """The bounds the lookup searches; None: those the file uses."""
+        if self.bounds:
+            return self.bounds
+        return AITER_BOUNDS if self.layout == "aiter" else None
 
 
 @dataclass(frozen=True)
@@ -218,6 +250,8 @@ class KernelSpec:
 
     def _check_references(self, names: list[str]) -> None:
         used = list(self.config.specialize) + [self.config.bucket] if self.config else []
+        if self.config and self.config.batch:
+            used.append(self.config.batch)
         if isinstance(self.world_size, str):
             used.append(self.world_size)
         elif isinstance(self.world_size, bool) or not isinstance(self.world_size, int) or self.world_size < 1:

@@ -23,14 +23,15 @@ import itertools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.errors import HarnessError, did_you_mean, unknown_key
-from harness.inputs.kernel import Kernel, load_kernel
+from harness.inputs.kernel import KERNELS_DIR, Kernel, load_kernel
+from harness.inputs.library import Library, Settings, settings
 from kernels import spec as S
 from kernels._config import (
     LAUNCH_OPTION_KEYS,
@@ -40,8 +41,9 @@ from kernels._config import (
     config_value_problem,
     unknown_config_keys,
 )
+from kernels._layout import is_family_file
 
-TOP_KEYS = ("name", "include", "defaults", "entries")
+TOP_KEYS = ("name", "include", "defaults", "entries", "configs", "config_arch", "library")
 #: entry keys that are not parameters
 RESERVED = ("kernel", "zip", "config")
 
@@ -53,10 +55,23 @@ class Case:
     kernel: Kernel
     params: dict[str, Any]
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: config folders of this case, in the order searched: its suite's (``configs:``, then its library's), then
+    #: its SPEC's (``ConfigLookup.folders``, relative to the kernel file); harness's own folder after them only
+    #: for harness's shipped kernels or a kernel that names none (``harness_configs``)
+    folders: tuple[str, ...] = ()
+    #: resolve configs as on this arch ('' : the worker's own); the suite's ``config_arch`` or --config-arch
+    config_arch: str = ""
+    library: Library | None = None
 
     @property
     def name(self) -> str:
         return self.kernel.name
+
+    @property
+    def harness_configs(self) -> bool:
+        """Whether harness's own kernels/configs/ is searched (last): for its shipped kernels, and for a user's
+        kernel that names no folder, but never for one that does (its family names may be harness's too)."""
+        return self.kernel.file.parent == KERNELS_DIR or not self.folders
 
     @property
     def spec(self) -> S.KernelSpec:
@@ -267,7 +282,8 @@ def expand_entry(entry: Any, defaults: dict[str, Any], where: str, base: Path, c
     for key in entry:
         if key not in RESERVED:
             _read_by_all(key, kernels, _param_names, where, "parameter")
-    for key in (entry.get("zip") or [{}])[0] if isinstance(entry.get("zip"), list) else ():
+    first = entry["zip"][0] if isinstance(entry.get("zip"), list) and entry["zip"] else None
+    for key in first if isinstance(first, dict) else ():  # a point that is no mapping: _zip_points names it
         _read_by_all(key, kernels, _param_names, f"{where}: zip", "parameter")
     e = _merge(entry, defaults, where, kernels)
     cfg_grid = _config_grid(e.fields.pop("config", None), kernels, f"{e.origin.get('config', where)}: config")
@@ -315,31 +331,43 @@ def _evaluate(case: Case) -> None:
         raise S.SpecError(f"{case.name} {case.case_id}: its SPEC fails on these parameters: {err!r}") from None
 
 
-def check_config_files(kernels: list[Kernel], directory: Path | None = None) -> None:
+def check_config_files(cases: list[Case], directory: Path | None = None) -> None:
     """Refuse a config file of a suite's kernel with a key the kernel never reads or a value it cannot mean (every
-    arch: a typo in the gfx950 file is a typo on an sm90 machine too)."""
-    d = config_dir(directory)
-    for k in kernels:
-        lookup = k.spec.config
-        if lookup is None:
+    arch: a typo in the gfx950 file is a typo on an sm90 machine too), in every folder the kernel's cases search."""
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for c in cases:
+        lookup = c.spec.config
+        folders = search_folders(c, directory)
+        if lookup is None or (c.kernel.source, folders) in seen:
             continue
-        for f in config_files(lookup.family, d):
-            try:
-                bad = unknown_config_keys(f, k.spec.config_keys)
-                values = bad_config_values(f)
-            except ConfigError as err:
-                raise HarnessError(str(err)) from None
-            if values:
-                raise HarnessError(f"{f}: {values[0][0]}: {values[0][1]}: {values[0][2]}")
-            if bad:
-                bucket, key = bad[0]
-                raise unknown_key(f"{f}: {bucket}", key, _config_keys(k), f"config key (of {k.name})")
+        seen.add((c.kernel.source, folders))
+        for f in (f for d in folders for f in config_files(lookup.family, Path(d), lookup.layout)):
+            _check_file(f, c.kernel, lookup.layout)
 
 
-def config_files(family: str, directory: Path) -> list[Path]:
-    """Every arch's config files of one family: ``{arch}-{family}.json`` and ``{arch}-{family}-{key}.json``."""
-    rx = re.compile(rf"^[^-]+-{re.escape(family)}(-[A-Za-z_]\w*=[^-]+)*\.json$")
-    return sorted(f for f in directory.glob("*.json") if rx.match(f.name))
+def _check_file(f: Path, k: Kernel, layout: str) -> None:
+    try:
+        bad = unknown_config_keys(f, k.spec.config_keys, layout)
+        values = bad_config_values(f, layout)
+    except ConfigError as err:
+        raise HarnessError(str(err)) from None
+    if values:
+        raise HarnessError(f"{f}: {values[0][0]}: {values[0][1]}: {values[0][2]}")
+    if bad:
+        bucket, key = bad[0]
+        raise unknown_key(f"{f}: {bucket}", key, _config_keys(k), f"config key (of {k.name})")
+
+
+def search_folders(case: Case, directory: Path | None = None) -> tuple[str, ...]:
+    """The config folders a case searches, in order, harness's own last where it applies (as the driver sees it:
+    ``directory``, else $HARNESS_CONFIG_DIR, else kernels/configs/)."""
+    return (*case.folders, *((str(config_dir(directory)),) if case.harness_configs else ()))
+
+
+def config_files(family: str, directory: Path, layout: str = "harness") -> list[Path]:
+    """Every arch's config files of one family in a folder, as ``layout`` names them (kernels/_layout.py)."""
+    found = directory.glob("*.json") if layout == "harness" else directory.rglob("*.json")
+    return sorted(f for f in found if is_family_file(layout, family, f.relative_to(directory).parts))
 
 
 def _read_yaml(p: Path) -> Any:
@@ -402,9 +430,19 @@ def load_suite(path: str | Path) -> list[Case]:
     p = Path(path)
     cases = _load(p, (p.resolve(),))
     kernels = list({c.kernel.source: c.kernel for c in cases}.values())
-    check_config_files(kernels)
+    check_config_files(cases)
     _check_unique(cases, kernels, p)
+    _check_libraries(cases, p)
     return cases
+
+
+def _check_libraries(cases: list[Case], p: Path) -> None:
+    """One checkout per package in a run: a worker imports a package once."""
+    paths: dict[str, str] = {}
+    for c in cases:
+        if c.library is not None and paths.setdefault(c.library.package, c.library.path) != c.library.path:
+            other = paths[c.library.package]
+            raise HarnessError(f"{p}: library {c.library.package!r} from two checkouts: {other} and {c.library.path}")
 
 
 def _load(p: Path, seen: tuple[Path, ...]) -> list[Case]:
@@ -415,10 +453,20 @@ def _load(p: Path, seen: tuple[Path, ...]) -> list[Case]:
     cache: dict[str, Kernel] = {}
     if "kernel" in defaults:
         _kernels(defaults["kernel"], f"{p}: defaults", base, cache)
+    own: list[Case] = []
     for i, entry in enumerate(data.get("entries") or []):
-        cases += expand_entry(entry, defaults, f"{p}: entries[{i}]", base, cache)
+        own += expand_entry(entry, defaults, f"{p}: entries[{i}]", base, cache)
     _check_defaults(defaults, list({k.source: k for k in cache.values()}.values()), f"{p}: defaults")
-    return cases
+    st = settings(data, p)
+    return cases + [_settled(c, st) for c in own]
+
+
+def _settled(case: Case, st: Settings) -> Case:
+    """A case of this suite file with its settings: the suite's config folders, then the SPEC's (relative to
+    the kernel file), the config arch, the library."""
+    lookup = case.spec.config
+    spec_folders = tuple(str((case.kernel.file.parent / f).resolve()) for f in (lookup.folders if lookup else ()))
+    return replace(case, folders=(*st.folders, *spec_folders), config_arch=st.config_arch, library=st.library)
 
 
 def _check_unique(cases: list[Case], kernels: list[Kernel], p: Path) -> None:
@@ -433,6 +481,15 @@ def _check_unique(cases: list[Case], kernels: list[Kernel], p: Path) -> None:
         if c.key in seen:
             raise HarnessError(f"{p}: case {c.name} {c.case_id} appears twice")
         seen.add(c.key)
+
+
+def as_config_arch(cases: list[Case], arch: str | None) -> list[Case]:
+    """The cases with their configs resolved as on ``arch`` (--config-arch; None: as the suite says)."""
+    if arch is None:
+        return cases
+    if not re.match(r"^[A-Za-z0-9_]+$", arch):
+        raise HarnessError(f"--config-arch: expected an arch name such as gfx950 or sm90, got {arch!r}")
+    return [replace(c, config_arch=arch) for c in cases]
 
 
 def select(cases: list[Case], kernels: list[str] | None = None, pattern: str | None = None) -> list[Case]:

@@ -21,7 +21,7 @@ class CaseView:
 
 
 def view(cases: list[Case], arch: str) -> list[CaseView]:
-    """Each case with the config it resolves to on ``arch`` (kernels/configs/, or $HARNESS_CONFIG_DIR)."""
+    """Each case with the config it resolves to on ``arch`` (or its config arch), from the folders it searches."""
     from kernels import _config as configs
 
     return [_one(c, arch, configs) for c in cases]

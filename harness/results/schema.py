@@ -12,7 +12,7 @@ from pathlib import Path
 
 SCHEMA_VERSION = 2
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "incorrect", "unstable", "skipped")
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "incorrect", "unstable", "skipped", "import_error")
 #: statuses whose row carries a usable time (``unstable``: the median of 5 disagreeing reps)
 TIMED_STATUSES = ("ok", "unstable")
 REQUIRED = ("kernel", "case_id", "time_us", "status")

@@ -8,28 +8,46 @@ from typing import Any
 
 from harness.inputs.suite import Case
 from harness.run import groupcheck, stability
+from kernels.spec import ConfigLookup
 
 
 def worker_case(case: Case) -> dict[str, Any]:
     """The case as the worker receives it: everything its SPEC decides, resolved here, so the worker only runs
     the kernel's code (harness/worker/cases.py)."""
     s, p = case.spec, case.params
-    lookup = None
-    if s.config is not None:
-        lookup = {"family": s.config.family, "bucket": s.config.bucket, "value": p[s.config.bucket]}
-        lookup["key"] = s.config.file_key(p)
     return {
         "kernel": case.name,
         "case_id": case.case_id,
         "source": case.kernel.source,
         "params": p,
         "overrides": case.overrides,
-        "lookup": lookup,
+        "lookup": _lookup(case, s.config) if s.config is not None else None,
+        "library": case.library.request() if case.library is not None else None,
         "default_config": dict(s.default_config),
         "tolerance": s.tolerance_of(p),
         "dtype": s.dtype_of(p),
         "hooks": list(s.hooks),
+        "config_keys": list(s.config_keys),
         "world_size": s.world_size_of(p),
+    }
+
+
+def _lookup(case: Case, c: ConfigLookup) -> dict[str, Any]:
+    """How the worker finds the case's config: the folders and arch given here, so that the driver's checks, `suite
+    show` and the worker search the same files (kernels/_config.resolve_in)."""
+    p = case.params
+    bounds = c.search_bounds()
+    return {
+        "family": c.family,
+        "bucket": c.bucket,
+        "value": p[c.bucket],
+        "key": c.file_key(p),
+        "keys": list(c.file_keys(p)),
+        "layout": c.layout,
+        "bounds": list(bounds) if bounds is not None else None,
+        "folders": list(case.folders),
+        "harness_configs": case.harness_configs,
+        "arch": case.config_arch,
     }
 
 

@@ -30,6 +30,7 @@ RESUME_OPTIONS = {
     "triton_path": "the env's triton path",
     "knobs": "the env's knobs (TRITON_* variables)",
     "suite": "--suite",
+    "config_arch": "--config-arch",
     "timing": "--timing",
     "launches": "--launches",
     "reps": "--reps",

@@ -43,6 +43,8 @@ class RunOptions:
     move_inputs: bool = True
     #: the GPUs this run's workers may use (harness run --gpus gives each part its own); None: what the env sees
     visible_gpus: tuple[int, ...] | None = None
+    #: --config-arch: every case's config resolved as on this arch (None: as the suite says)
+    config_arch: str | None = None
     #: ``I/N`` of --shard: this run's part of the suite, recorded so that a --resume and a merge can check it
     shard: str | None = None
 
@@ -120,6 +122,7 @@ def run_options(
         "heat_s": opts.heat_s,
         "host": os.uname().nodename,
         "shard": opts.shard,
+        "config_arch": opts.config_arch,
     }
     if timing and timing != "auto":
         found["timing"] = timing

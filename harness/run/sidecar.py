@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.fsutil import write_text
 from harness.inputs.env import EnvSpec
-from harness.inputs.suite import Case
+from harness.inputs.suite import Case, search_folders
 from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
 from harness.run.gpu_state import gpu_state
 from harness.run.options import RunOptions, moves_inputs
@@ -63,12 +63,37 @@ def run_sidecar(
         "kernels": {c.name: c.spec.summary() for c in cases},
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
         "kernel_sources": {c.name: c.kernel.source for c in cases},
+        # where each kernel's configs were looked up, as which arch, and the library checkouts its code imported
+        "config_lookup": {c.name: lookup_record(c) for c in cases if c.spec.config is not None},
+        "libraries": libraries(cases),
     }
     if opts.artifacts:
         meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file
     if not gpu_timing:
         meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
     return meta
+
+
+def lookup_record(case: Case) -> dict[str, Any]:
+    c = case.spec.config
+    return {"folders": list(search_folders(case)), "layout": c.layout, "config_arch": case.config_arch or None}
+
+
+def libraries(cases: list[Case]) -> dict[str, dict[str, Any]]:
+    """Each library checkout the cases import: its folder and git commit (None outside git): two runs of one
+    Triton on two checkouts are told apart by it."""
+    found = {c.library.package: c.library.path for c in cases if c.library is not None}
+    return {pkg: {"path": path, "commit": git_commit(path)} for pkg, path in found.items()}
+
+
+def git_commit(path: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def write_sidecar(out: Path, meta: dict[str, Any]) -> None:

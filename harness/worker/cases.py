@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.worker.artifacts import capture_compiled, dump_compiled
-from harness.worker.errors import error_text, is_compile_error, output_problem
+from harness.worker.errors import error_text, import_failure, is_compile_error, output_problem
+from harness.worker.library import library_roots
 
 
 @dataclass
@@ -75,15 +76,27 @@ def _import_path(path: str) -> Any:
 
 def resolve_config(case: dict[str, Any], arch: str, configs: Any) -> tuple[dict[str, Any], str, bool]:
     """(config, where it came from, tuned): the lookup's file and bucket under the suite's overrides, or the
-    kernel's default config under them."""
+    kernel's default config under them. The folders come with the case (the suite's, the library's, the SPEC's),
+    harness's own last where the case allows it; a case's config arch, when set, replaces the worker's."""
     overrides = dict(case.get("overrides") or {})
     lookup = case.get("lookup")
     if not lookup:
         return {**(case.get("default_config") or {}), **overrides}, "suite" if overrides else "spec", False
-    r = configs.resolve(
-        lookup["family"], arch, int(lookup["value"]), lookup["key"], lookup["bucket"], overrides=overrides or None
+    own = [configs.config_dir()] if lookup.get("harness_configs", True) else []
+    bounds = lookup.get("bounds")
+    r = configs.resolve_in(
+        [*lookup.get("folders", ()), *own],
+        lookup["family"],
+        lookup.get("arch") or arch,
+        int(lookup["value"]),
+        tuple(lookup.get("keys") or (lookup["key"],)),
+        lookup["bucket"],
+        lookup.get("layout", "harness"),
+        tuple(bounds) if bounds else None,
+        overrides or None,
     )
-    return r.config, r.source, r.tuned
+    as_arch = f" (configs of {lookup['arch']})" if lookup.get("arch") and lookup["arch"] != arch else ""
+    return r.config, r.source + as_arch, r.tuned
 
 
 class CaseRun:
@@ -93,9 +106,10 @@ class CaseRun:
     def __init__(self, case: dict[str, Any], kernel: Any, repo: str, torch: Any, common: Any):
         self.case, self.kernel, self.repo, self.torch, self.common = case, kernel, repo, torch, common
         self.files = (source_file(case["source"])[0],)
+        self.roots = library_roots(case)
 
     def _error(self, exc: BaseException) -> str:
-        return error_text(exc, self.files, self.repo)
+        return error_text(exc, self.files, self.repo, self.roots)
 
     def build(self) -> dict[str, Any]:
         """The case's inputs from ``make_inputs``, checked to hold an output tensor ``y``."""
@@ -120,6 +134,8 @@ class CaseRun:
             else:
                 result, compiled = self.kernel.launch(inputs, config), []
             sync()
+        except ImportError as exc:  # a library op imported at launch (the AITER adapter does) is missing
+            raise CaseFailed("import_error", import_failure(exc, self._error(exc))) from None
         except Exception as exc:  # noqa: BLE001
             status = "compile_error" if is_compile_error(exc) else "runtime_error"
             raise CaseFailed(status, self._error(exc)) from None

@@ -29,7 +29,21 @@ def _chain(exc: BaseException) -> list[tuple[str, BaseException]]:
     return out
 
 
-def _where(exc: BaseException, files: tuple[str, ...], repo: str) -> str:
+def _where(exc: BaseException, files: tuple[str, ...], repo: str, roots: tuple[str, ...] = ()) -> str:
+    """Where ``exc`` was raised: the deepest frame inside a library checkout (``roots``: the user's library, whose
+    line is what its engineer fixes), then the kernel file's own frame (:func:`_own_where`)."""
+    own = _own_where(exc, files, repo)
+    frames = traceback.extract_tb(exc.__traceback__)
+    tops = [os.path.realpath(r) + os.sep for r in roots]
+    inside = [(f, t) for f in frames for t in tops if os.path.realpath(f.filename).startswith(t)]
+    if not inside:
+        return own
+    f, top = inside[-1]
+    lib = f"{os.path.relpath(os.path.realpath(f.filename), top)}:{f.lineno} in {f.name}"
+    return f"{lib}; via {own}" if own else lib
+
+
+def _own_where(exc: BaseException, files: tuple[str, ...], repo: str) -> str:
     """``file:line in function`` of the last frame of ``exc`` inside ``files`` (the kernel's own file), else
     inside ``repo`` other than this worker; "" when the failure never passed through either."""
     if isinstance(exc, SyntaxError) and exc.filename:
@@ -54,14 +68,15 @@ def _short_path(path: str, repo: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def error_text(exc: BaseException, files: tuple[str, ...] = (), repo: str = "") -> str:
+def error_text(exc: BaseException, files: tuple[str, ...] = (), repo: str = "", roots: tuple[str, ...] = ()) -> str:
     """An error as one summary line, then the traceback's end. The summary names each exception of the chain
     (``raise X from Y``: Y is the cause) with the file and line where it was raised in the kernel's own file
-    (``files``), so a user kernel's failing line survives even when the exception came out of Triton."""
+    (``files``), so a user kernel's failing line survives even when the exception came out of Triton; with
+    ``roots`` (library checkouts) the deepest line inside them comes first."""
     parts = []
     for how, e in _chain(exc):
         msg = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
-        where = _where(e, files, repo)
+        where = _where(e, files, repo, roots)
         text = f"{type(e).__name__}: {msg}".rstrip(": ") + (f" ({where})" if where else "")
         parts.append(f"{how} {text}" if how else text)
     head = "; ".join(parts)
@@ -69,6 +84,12 @@ def error_text(exc: BaseException, files: tuple[str, ...] = (), repo: str = "") 
         head = head[: ERROR_CHARS // 2 - 3] + "..."
     body = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).strip()
     return head + "\n" + tail(body, ERROR_CHARS - len(head) - 4)  # 4: the newline and _tail's "..."
+
+
+def import_failure(exc: ImportError, text: str) -> str:
+    """An import's failure as a case's error: the module that could not be imported first (status import_error:
+    a checkout or an env that lacks it, never the kernel's compile)."""
+    return f"cannot import {exc.name or '?'}: {text}"
 
 
 def is_compile_error(exc: BaseException) -> bool:

@@ -19,7 +19,7 @@ Requests:
                                                         with NVML the answer carries "telemetry"
   {"op": "modules"}                                  -> the top-level modules imported so far (the import test)
   {"op": "quit"}
-A case that fails answers {"status": <compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
+A case that fails answers {"status": <import_error|compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
 hang kills the process, and the driver records that instead. A failure that leaves the GPU context unusable (an
 illegal address is sticky in CUDA) is answered with "worker_exits": true, and the worker exits: the driver starts
 a fresh one for the next case instead of failing every case after it.

@@ -13,8 +13,9 @@ from typing import Any
 
 from harness.worker import facts
 from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
-from harness.worker.errors import error_text
+from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
+from harness.worker.library import attach, library_roots
 from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
@@ -93,7 +94,7 @@ class Session:
             why = kernel.supported(case["params"]) if "supported" in case.get("hooks", ()) else None
             if why:
                 return {**out, "status": "skipped", "error": str(why)}
-            cfg = self._config(case, out)
+            cfg = self._config(case, kernel, out)
             run = CaseRun(case, kernel, self.repo, self.torch, self.C)
             self._evict(self.key(case))  # before allocating this case's inputs, not after
             inputs = run.build()
@@ -110,18 +111,35 @@ class Session:
         return {**out, "status": "ok"}
 
     def _kernel(self, case: dict[str, Any]) -> Any:
+        path = case["source"].partition(".py:")[0]
+        path = path if path.endswith(".py") else path + ".py"
+        roots = library_roots(case)
         try:
+            attach(case.get("library"))
             return load_kernel(case["source"], self.repo)
+        except ImportError as exc:  # a module missing or broken (or a clashing checkout): not the kernel's compile
+            raise CaseFailed("import_error", import_failure(exc, error_text(exc, (path,), self.repo, roots))) from None
         except Exception as exc:  # noqa: BLE001 - a user file that does not import fails its cases, one line each
-            path = case["source"].partition(".py:")[0]
-            path = path if path.endswith(".py") else path + ".py"
-            raise CaseFailed("compile_error", error_text(exc, (path,), self.repo)) from None
+            raise CaseFailed("compile_error", error_text(exc, (path,), self.repo, roots)) from None
 
-    def _config(self, case: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    def _config(self, case: dict[str, Any], kernel: Any, out: dict[str, Any]) -> dict[str, Any]:
+        """The config the case runs: looked up, stripped of launch options this backend rejects (for every kernel,
+        so a user's ``**config`` never hands ``waves_per_eu`` to NVIDIA's compiler), then the kernel's
+        ``finalize_config`` (its library's post-processing: split-K, ``2*K``); the results record this one."""
         try:
             cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
         except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
             raise CaseFailed("skipped", f"config: {exc}") from None
+        cfg = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
+        if "finalize_config" in case.get("hooks", ()):
+            try:
+                cfg = dict(kernel.finalize_config(case["params"], dict(cfg)))
+            except Exception as exc:  # noqa: BLE001 - the library's own post-processing failing on this case
+                path = case["source"].partition(".py:")[0]
+                text = error_text(exc, (path,), self.repo, library_roots(case))
+                if isinstance(exc, ImportError):
+                    raise CaseFailed("import_error", import_failure(exc, text)) from None
+                raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
 

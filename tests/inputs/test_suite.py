@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.errors import HarnessError
 from harness.inputs.kernel import load_kernel, registry
-from harness.inputs.suite import check_config_files, config_files, load_suite, select
+from harness.inputs.suite import Case, check_config_files, config_files, load_suite, select
 from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS
 from tests.conftest import DATA, ROOT
 
@@ -77,7 +77,7 @@ def test_the_test_suites_with_user_kernels_load(name):
 
 def test_every_shipped_config_file_has_only_keys_its_kernel_reads():
     kernels = [load_kernel(name) for name in REGISTRY]
-    check_config_files(kernels, CONFIG_DIR)
+    check_config_files([Case(k, {}) for k in kernels], CONFIG_DIR)
     covered = {f for k in kernels if k.spec.config for f in config_files(k.spec.config.family, CONFIG_DIR)}
     assert covered == set(CONFIG_DIR.glob("*.json"))  # no shipped file escapes the check
     a8w8 = config_files("BATCHED_GEMM-A8W8", CONFIG_DIR)  # a prefix of the prequant family's name

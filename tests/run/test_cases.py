@@ -46,7 +46,18 @@ def test_a_case_is_sent_resolved_and_becomes_a_version_2_row():
     cases = {c.key: c for c in load_suite(ROOT / "suites" / "ci.yaml")}
     gemm = cases["batched_gemm_bf16/B2_M40_N32_K64_fp16"]
     req = worker_case(gemm)
-    assert req["lookup"] == {"family": "BATCHED_GEMM-A16W16", "bucket": "M", "value": 40, "key": "N=32-K=64"}
+    assert req["lookup"] == {
+        "family": "BATCHED_GEMM-A16W16",
+        "bucket": "M",
+        "value": 40,
+        "key": "N=32-K=64",
+        "keys": ["N=32-K=64"],
+        "layout": "harness",
+        "bounds": None,
+        "folders": [],  # a shipped kernel: harness's own folder, which the worker adds ($HARNESS_CONFIG_DIR there)
+        "harness_configs": True,
+        "arch": "",
+    }
     assert req["source"].endswith("kernels/batched_gemm_bf16.py") and req["tolerance"] == 2e-3
     assert req["params"]["dtype"] == "fp16" and req["dtype"] == "fp16" and req["world_size"] == 1
     soft = worker_case(cases["softmax/M4_N100"])

@@ -1,0 +1,202 @@
+"""AITER's five batched GEMM ops, run from a checkout of ROCm/aiter through harness: one class per op
+(``batched_gemm.py:Bf16`` ... in a suite). Inputs and references are harness's own kernels' (kernels/batched_gemm_*,
+written to AITER's conventions); the launch calls AITER's public op with the config harness looked up in AITER's
+own config files (``layout="aiter"``: nested before flat, ``-B=..-N=..-K=..`` before ``-N=..-K=..``, AITER's
+bounds); ``finalize_config`` applies AITER's own post-processing, so the results record the config that ran.
+AITER is imported inside each function: a checkout lacking one op fails that op's cases (``import_error``), not
+the others'. See README.md beside this file and docs/kernels-from-another-repository.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import replace
+from typing import Any
+
+from kernels import batched_gemm_a8w8 as a8w8
+from kernels import batched_gemm_a8w8_prequant as prequant
+from kernels import batched_gemm_a16wfp4 as a16wfp4
+from kernels import batched_gemm_afp4wfp4 as afp4wfp4
+from kernels import batched_gemm_bf16 as bf16
+from kernels.spec import ConfigLookup
+
+OPS = "aiter.ops.triton.gemm.batched"
+#: what AITER's config files hold besides the launch options: tiles, split-K, and keys its kernels take as
+#: constexpr arguments (``waves_per_eu`` among them, so harness keeps it on every backend for these kernels)
+KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "BLOCK_SIZE_K",
+    "GROUP_SIZE_M",
+    "NUM_KSPLIT",
+    "SPLITK_BLOCK_SIZE",
+    "cache_modifier",
+    "waves_per_eu",
+)
+#: afp4wfp4's caller passes its own bounds: 320 added, 1 left out (AITER's _get_config)
+AFP4WFP4_BOUNDS = (4, 8, 16, 32, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192)
+
+
+def _aiter(spec: Any, name: str, family: str, hooks: tuple[str, ...] = (), **lookup: Any) -> Any:
+    return replace(
+        spec,
+        name=f"aiter_{name}",
+        description=f"AITER's {name} from a checkout (examples/aiter)",
+        config=ConfigLookup(family, layout="aiter", **lookup),
+        config_keys=KEYS,
+        hooks=("finalize_config", *hooks),
+    )
+
+
+def aiter(module: str) -> Any:
+    """``aiter.ops.triton.<module>``, imported after :func:`_arch_for_the_interpreter`."""
+    _arch_for_the_interpreter()
+    return importlib.import_module(f"aiter.ops.triton.{module}")
+
+
+def _arch_for_the_interpreter() -> None:
+    """AITER asks the GPU driver for its arch when its utils are first imported, and without one (Triton's CPU
+    interpreter has none) falls back to jax. Under TRITON_INTERPRET=1 the adapter answers that one question with
+    $AITER_ARCH (default gfx950, the arch whose configs the example suite takes), so AITER's code runs on the CPU."""
+    name = "aiter.ops.triton.utils._triton.arch_info"
+    if os.environ.get("TRITON_INTERPRET") != "1" or name in sys.modules:
+        return
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    target = GPUTarget("hip", os.environ.get("AITER_ARCH", "gfx950"), 64)
+
+    class _Driver:
+        @staticmethod
+        def get_current_target() -> Any:
+            return target
+
+    driver = triton.runtime.driver
+    before = driver._active  # noqa: SLF001 - put back as it was: reset_active() would look for a GPU driver
+    driver.set_active(_Driver())
+    try:
+        importlib.import_module(name)
+    finally:
+        driver._active = before  # noqa: SLF001
+
+
+def _fp4_supported(params: dict[str, Any]) -> str | None:
+    """AITER's fp4 wrappers assert MXFP4 hardware (gfx950, gfx1250): elsewhere the case is skipped, not failed."""
+    try:
+        arch_info = aiter("utils._triton.arch_info")
+    except ImportError:
+        return None  # the launch then reports the missing module as an import_error
+    return None if arch_info.is_fp4_avail() else f"AITER's MXFP4 ops need gfx950 or gfx1250, not {arch_info.get_arch()}"
+
+
+class Bf16:
+    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", batch="B")
+    make_inputs = staticmethod(bf16.make_inputs)
+    reference = staticmethod(bf16.reference)
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        utils = aiter("utils.gemm_config_utils")
+        return utils.compute_splitk_params(config, params["K"])  # what AITER's _get_config does after the lookup
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        op = aiter("gemm.batched.batched_gemm_bf16").batched_gemm_bf16
+        x = inputs["x"]
+        return op(x, inputs["w"], inputs["bias"], x.dtype, YQ=inputs["y"], config=dict(config))
+
+
+class A8W8:
+    SPEC = _aiter(a8w8.SPEC, "batched_gemm_a8w8", "BATCHED_GEMM-A8W8")
+    make_inputs = staticmethod(a8w8.make_inputs)
+    reference = staticmethod(a8w8.reference)
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        return config  # AITER's a8w8 runs the bucket as written
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        op = aiter("gemm.batched.batched_gemm_a8w8").batched_gemm_a8w8
+        i = inputs
+        y = i["y"]
+        return op(i["x"], i["w"], i["x_scale"], i["w_scale"], i["bias"], y.dtype, YQ=y, config=dict(config))
+
+
+def _fp4_splitk(config: dict[str, Any], k: int) -> dict[str, Any]:
+    """AITER's fp4 wrappers' post-processing, ``k`` the logical K (twice the packed one): split-K by AITER's own
+    ``get_splitk`` when NUM_KSPLIT > 1, else one split of the whole K; BLOCK_SIZE_K clamped to next_pow2(k)."""
+    import triton
+
+    if config.get("NUM_KSPLIT", 1) > 1:
+        get_splitk = aiter("gemm.basic.gemm_a16wfp4").get_splitk
+        split, bk, ks = get_splitk(k // 2, config["BLOCK_SIZE_K"], config["NUM_KSPLIT"])
+        config.update(SPLITK_BLOCK_SIZE=split, BLOCK_SIZE_K=bk, NUM_KSPLIT=ks)
+    else:
+        config["SPLITK_BLOCK_SIZE"] = k
+    if config["BLOCK_SIZE_K"] >= k:
+        config.update(BLOCK_SIZE_K=triton.next_power_of_2(k), SPLITK_BLOCK_SIZE=k)
+    return config
+
+
+class A16WFP4:
+    SPEC = _aiter(a16wfp4.SPEC, "batched_gemm_a16wfp4", "BATCHED_GEMM-A16WFP4", hooks=("supported",))
+    make_inputs = staticmethod(a16wfp4.make_inputs)
+    reference = staticmethod(a16wfp4.reference)
+    supported = staticmethod(_fp4_supported)
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        return _fp4_splitk(config, params["K"])
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        op = aiter("gemm.batched.batched_gemm_a16wfp4").batched_gemm_a16wfp4
+        y = inputs["y"]
+        # the wrapper repeats the split-K step on the config it is given; given the finished one it changes nothing
+        return op(inputs["x"], inputs["w"], inputs["w_scale"], y.dtype, y, dict(config))
+
+
+class AFP4WFP4:
+    SPEC = _aiter(
+        afp4wfp4.SPEC, "batched_gemm_afp4wfp4", "BATCHED_GEMM-AFP4WFP4", hooks=("supported",), bounds=AFP4WFP4_BOUNDS
+    )
+    make_inputs = staticmethod(afp4wfp4.make_inputs)
+    reference = staticmethod(afp4wfp4.reference)
+    supported = staticmethod(_fp4_supported)
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        return _fp4_splitk(config, params["K"])  # AITER's _get_config for afp4wfp4, after its lookup
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        op = aiter("gemm.batched.batched_gemm_afp4wfp4").batched_gemm_afp4wfp4
+        i = inputs
+        y = i["y"]
+        op(i["x"], i["w"], i["x_scale"], i["w_scale"], y.dtype, y, config=dict(config))
+        return y  # AITER's afp4wfp4 writes y and returns nothing
+
+
+class A8W8Prequant:
+    SPEC = _aiter(
+        prequant.SPEC,
+        "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
+        "BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT",
+    )
+    make_inputs = staticmethod(prequant.make_inputs)
+    reference = staticmethod(prequant.reference)
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        return {**config, "BLOCK_SIZE_K": 128}  # the wrapper sets BLOCK_SIZE_K to its group_size (128)
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        name = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
+        op = getattr(aiter(f"gemm.batched.{name}"), name)
+        i = inputs
+        y = i["y"]
+        return op(i["x"], i["w"], i["w_scale"], 128, i["bias"], y.dtype, YQ=y, config=dict(config))
