@@ -207,6 +207,7 @@ def list_(
         gpu=comps["gpu_name"].map(gpu_model),
         stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
         runs=comps["golden_run_id"].map(_ref) + " vs " + comps["tot_run_id"].map(_ref),
+        reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
     )
     print_table(
         con,
@@ -217,12 +218,20 @@ def list_(
             Col("stacks", "Triton"),
             Col("runs"),
             Col("gpu"),
-            Col("regressions", "reg", justify="right"),
+            Col("reg", justify="right"),
             Col("cases", justify="right"),
             Col("tags", fold=True),
         ],
-        f"{len(comps)} comparisons (reg: regressions)",
+        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
     )
+
+
+def _regressions(n: Any, ambiguous: Any) -> str:
+    """``3`` or ``3 (1?)``: how many regressions, how many of them ambiguous (unknown for older comparisons)."""
+    import pandas as pd
+
+    amb = 0 if ambiguous is None or pd.isna(ambiguous) else int(ambiguous)
+    return f"{int(n)} ({amb}?)" if amb else str(int(n))
 
 
 def _ref(v: Any) -> str:

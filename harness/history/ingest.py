@@ -257,11 +257,20 @@ def comparison_record(
         "regressions": counts.get("regression", 0),
         "failed_in_tot": counts.get("failed_in_tot", 0),
         "improvements": counts.get("improvement", 0),
+        "ambiguous": _ambiguous_regressions(cmp),
         "counts": json.dumps(counts),
         "meta": json.dumps(meta, sort_keys=True, default=str),
         "label": label,
         "tags": tags,
     }
+
+
+def _ambiguous_regressions(cmp: Any) -> int | None:
+    """Regressions whose interval straddles the limit; None for a comparison written before compare judged how
+    sure it is (no ``confidence`` column): unknown, not zero."""
+    if "confidence" not in cmp.table.columns:
+        return None
+    return int(cmp.ambiguous_counts().get("regression", 0))
 
 
 def _without_kernels(env: dict[str, Any]) -> dict[str, Any]:

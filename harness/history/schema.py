@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 
 #: the newest migration; ``migrations/versions/`` holds every step to it
-HEAD = "0002"
+HEAD = "0003"
 
 metadata = MetaData()
 
@@ -170,6 +170,8 @@ comparisons = Table(
     Column("regressions", Integer, nullable=False),
     Column("failed_in_tot", Integer, nullable=False),
     Column("improvements", Integer, nullable=False),
+    #: regressions whose 95 % interval straddles the limit (NULL: stored before confidence was recorded)
+    Column("ambiguous", Integer),
     Column("counts", Text, nullable=False),
     Column("meta", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=""),
@@ -187,8 +189,20 @@ VERDICT_TEXT = (
     "tot_config",
     "peak",
     "note",
+    "confidence",
 )
-VERDICT_FLOAT = ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us", "flops", "bytes")
+VERDICT_FLOAT = (
+    "golden_us",
+    "tot_us",
+    "delta_us",
+    "delta_pct",
+    "limit_us",
+    "flops",
+    "bytes",
+    "noise_pct",
+    "delta_lo_pct",
+    "delta_hi_pct",
+)
 
 verdicts = Table(
     "verdicts",
@@ -213,6 +227,10 @@ verdicts = Table(
     Column("bytes", Float),
     Column("peak", Text),
     Column("note", Text),
+    Column("confidence", String(16)),
+    Column("noise_pct", Float),
+    Column("delta_lo_pct", Float),
+    Column("delta_hi_pct", Float),
     UniqueConstraint("comparison_id", "kernel", "case_id", name="uq_verdicts_comparison_case"),
 )
 Index("ix_verdicts_case", verdicts.c.kernel, verdicts.c.case_id)
