@@ -319,6 +319,25 @@ _MoveInputs = Annotated[
         "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
     ),
 ]
+_Remeasure = Annotated[
+    bool,
+    typer.Option(
+        "--remeasure/--no-remeasure",
+        help="with --with-env: measure the cases whose verdict is ambiguous (the 95 % interval straddles the "
+        "rule's limit) again, interleaved, until decided or the budget is spent (default on; docs/verdicts.md)",
+    ),
+]
+_RemeasureReps = Annotated[
+    int, typer.Option("--remeasure-reps", min=0, help="--remeasure: at most this many extra reps per case")
+]
+_RemeasureShare = Annotated[
+    float,
+    typer.Option(
+        "--remeasure-share",
+        min=0.0,
+        help="--remeasure: stop once re-measuring took this share of the run's wall time before it",
+    ),
+]
 _WithEnv = Annotated[
     list[str] | None,
     typer.Option(
@@ -377,6 +396,9 @@ def run(
     move_inputs: _MoveInputs = True,
     with_env: _WithEnv = None,
     with_out: _WithOut = None,
+    remeasure: _Remeasure = True,
+    remeasure_reps: _RemeasureReps = 12,
+    remeasure_share: _RemeasureShare = 0.3,
     shard: _Shard = None,
     gpus: _Gpus = None,
     times: _Times = None,
@@ -428,6 +450,7 @@ def run(
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
         shard=shard,
+        remeasure=_remeasure(remeasure and bool(with_env), remeasure_reps, remeasure_share),
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -456,6 +479,17 @@ def run(
         record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+
+
+def _remeasure(on: bool, extra_reps: int, share: float):  # noqa: ANN202 - a Remeasure or None
+    """The re-measuring policy of an interleaved run: AITER's rule referees (the run stage never sees it)."""
+    if not on:
+        return None
+    from harness.compare.referee import rule_referee
+    from harness.compare.rule import Rule
+    from harness.run.remeasure import Budget, Remeasure
+
+    return Remeasure(rule_referee(Rule()), Budget(extra_reps=extra_reps, share=share))
 
 
 def _selected_cases(
@@ -620,7 +654,9 @@ def retune(
 
     _check_timeout(timeout)
     con = stderr()
-    run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
+    # the guard re-measures the cases it cannot decide; retune binds the referee to the guard's own pairs
+    run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs(),
+                     remeasure=_remeasure(True, 12, 0.3))  # fmt: skip
     opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run,
                    hints=list(hints or []), search_min=search_min)  # fmt: skip
     data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), bars=lambda n: env_bars(con, n))
@@ -723,7 +759,9 @@ def bisect(
 
     _check_timeout(timeout)
     con = stderr()
-    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts)
+    # rep-level re-measuring of ambiguous pairs inside each round; bisect binds it to its comparison's rule
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts,
+                      remeasure=_remeasure(True, 12, 0.3))  # fmt: skip
     items = [v.strip() for v in versions.split(",") if v.strip()]
     res = run_bisect(
         compare_csv,
