@@ -84,6 +84,14 @@ def compare(
             help="add it to the history ($HARNESS_DB): docs/history.md",
         ),
     ] = False,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            help="harness calibrate's calibration.csv: a case that cannot resolve the rule's slack says so, "
+            "and its flags are ambiguous",
+        ),
+    ] = None,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
@@ -112,7 +120,16 @@ def compare(
         from harness.history.record import check_record
 
         check_record([out, markdown])
+    cal = None
+    if calibration is not None:
+        from harness.compare.calibration import load_calibration
+
+        cal = load_calibration(calibration)
     cmp = compare_files(golden, tot, rule, unstable=unstable)
+    if cal is not None:
+        from harness.compare.calibration import calibrate_comparison
+
+        calibrate_comparison(cmp, *cal, str(calibration))
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
     print_comparison(cmp, worst=worst)
@@ -816,6 +833,10 @@ def report(
 from harness.history.cli import history_app  # noqa: E402 - typer only: its commands import lazily
 
 app.add_typer(history_app, name="history")
+
+from harness.calibrate.cli import calibrate_command  # noqa: E402 - typer only: its work imports lazily
+
+app.command("calibrate")(calibrate_command)
 
 publish_app = typer.Typer(
     help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=False
