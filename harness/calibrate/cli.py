@@ -29,6 +29,7 @@ def calibrate_command(
     launches: Annotated[int | None, typer.Option(min=1, help="timed launches per rep (default: automatic)")] = None,
     timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
     resume: Annotated[bool, typer.Option("--resume", help="go on with a calibration OUT holds")] = False,
+    record: Annotated[bool, typer.Option("--record", help="add calibration.csv to the history ($HARNESS_DB)")] = False,
 ) -> None:
     """A/A and injected slowdowns per case: the smallest slowdown each case reliably catches and its A/A
     false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
@@ -48,6 +49,10 @@ def calibrate_command(
         raise HarnessError(f"--slowdown {err}") from None
     if len({s.label for s in slowdowns}) != len(slowdowns):
         raise HarnessError("--slowdown: the same slowdown given twice")
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out / "calibration.csv"])
     spec = load_env_spec(env)
     check_venv(spec)
     cases = _selected_cases(suite, kernel, filter_, None, None)
@@ -62,6 +67,10 @@ def calibrate_command(
         measure=lambda runs, cs, o, s: _measure(con, runs, cs, o, s),
         log=lambda m: con.print(m, markup=False, highlight=False),
     )
+    if record:
+        from harness.history.record import record as record_files
+
+        record_files([out / "calibration.csv"])
     bad = table[~table["resolves"]]
     fp = int((table["aa_flags"] > 0).sum())
     print(

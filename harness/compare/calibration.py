@@ -47,21 +47,24 @@ def write_calibration(table: pd.DataFrame, meta: dict[str, Any], path: Path) -> 
     write_text(calibration_meta_path(path), json.dumps(meta, indent=2, default=str) + "\n")
 
 
-def load_calibration(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The calibration table and its metadata; bad input is one line naming the file."""
+def load_calibration(
+    path: str | os.PathLike[str], option: str = "--calibration"
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The calibration table and its metadata; bad input is one line naming the file (and the option)."""
     p = Path(path)
+    what = f"{option} {p}" if option else str(p)
     try:
         df = pd.read_csv(p, dtype={"kernel": str, "case_id": str})
     except FileNotFoundError:
-        raise HarnessError(f"--calibration {p}: no such file") from None
+        raise HarnessError(f"{what}: no such file") from None
     except (OSError, ValueError, pd.errors.ParserError) as err:
-        raise HarnessError(f"--calibration {p}: not a calibration CSV ({str(err).splitlines()[0]})") from None
+        raise HarnessError(f"{what}: not a calibration CSV ({str(err).splitlines()[0]})") from None
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise HarnessError(f"--calibration {p}: not a calibration file (no column {', '.join(missing)})")
+        raise HarnessError(f"{what}: not a calibration file (no column {', '.join(missing)})")
     if df.duplicated(["kernel", "case_id"]).any():
         row = df[df.duplicated(["kernel", "case_id"])].iloc[0]
-        raise HarnessError(f"--calibration {p}: case {row['kernel']}/{row['case_id']} listed twice")
+        raise HarnessError(f"{what}: case {row['kernel']}/{row['case_id']} listed twice")
     try:
         meta = json.loads(calibration_meta_path(p).read_text())
     except (OSError, ValueError):

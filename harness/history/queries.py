@@ -14,7 +14,7 @@ import pandas as pd
 
 from harness.compare.rule import BLOCKING
 from harness.errors import HarnessError
-from harness.history.schema import annotations, comparisons, results, runs, verdicts
+from harness.history.schema import annotations, calibration_cases, calibrations, comparisons, results, runs, verdicts
 from harness.results.schema import TIMED_STATUSES
 
 #: what identifies a series of one stack on one GPU model (change points are found per case within one)
@@ -184,6 +184,38 @@ def comparisons_frame(conn: Any, f: Filter | None = None, include_aa: bool = Tru
         conds.append(comparisons.c.same_triton.is_(False))
     cols = [c for c in comparisons.c if c.name != "meta"]
     stmt = select(*cols, when.label("when")).where(*conds).order_by(when, comparisons.c.id)
+    return _frame(conn, stmt)
+
+
+def calibrations_frame(conn: Any, f: Filter | None = None) -> pd.DataFrame:
+    """The stored calibrations, oldest first (``when``: when calibrated, else when added), filtered by GPU, date
+    and tags."""
+    from sqlalchemy import func, select
+
+    f = f or Filter()
+    when = func.coalesce(calibrations.c.calibrated_at, calibrations.c.added_at)
+    conds = [_gpu(calibrations.c.gpu_name, calibrations.c.gpu_uuid, f.gpu)] if f.gpu else []
+    if f.since:
+        conds.append(when >= f.since)
+    if f.until:
+        conds.append(when < f.until)
+    conds += [_tagged(calibrations.c.tags, t) for t in f.tags]
+    conds += [~_tagged(calibrations.c.tags, t) for t in f.without_tags]
+    cols = [c for c in calibrations.c if c.name != "meta"]
+    return _frame(conn, select(*cols, when.label("when")).where(*conds).order_by(when, calibrations.c.id))
+
+
+def calibration_cases_frame(conn: Any, calibration_ids: list[int], f: Filter | None = None) -> pd.DataFrame:
+    """The per-case rows of some calibrations (kernel and case filters applied)."""
+    from sqlalchemy import select
+
+    f = f or Filter()
+    stmt = (
+        select(calibration_cases)
+        .where(calibration_cases.c.calibration_id.in_([int(i) for i in calibration_ids]))
+        .where(*_case_conditions(calibration_cases, f))
+        .order_by(calibration_cases.c.calibration_id, calibration_cases.c.id)
+    )
     return _frame(conn, stmt)
 
 

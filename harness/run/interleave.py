@@ -52,6 +52,7 @@ def _interleave(
     suite_name: str,
     warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, int]]:
+    started = time.monotonic()  # the run's wall time before re-measuring includes preparing and compiling
     opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
     board = Board(len(runs)) if opts.remeasure is not None else None
     gens = []
@@ -75,7 +76,7 @@ def _interleave(
         same = same_triton([(spec, sidecar_triton(out)) for spec, out in runs])
         if same:
             (warn or _warn_stderr)(same)
-        referee = _Referee(board, opts.remeasure, [out for _, out in runs]) if board is not None else None
+        referee = _Referee(board, opts.remeasure, [out for _, out in runs], started) if board is not None else None
         while any(p is not None for p in paused):
             live = [p for p in paused if p is not None]
             if referee is not None and all(p[1] == CHECKPOINT for p in live):
@@ -101,9 +102,9 @@ class _Referee:
     """Between passes: asks the referee about every case held under all envs, posts the next pass's reps on the
     board, and records in each env's sidecar what re-measuring did (``remeasure``)."""
 
-    def __init__(self, board: Board, policy: Remeasure, outs: list[Path]):
+    def __init__(self, board: Board, policy: Remeasure, outs: list[Path], started: float):
         self.board, self.policy, self.outs = board, policy, outs
-        self.start, self.first = time.monotonic(), None
+        self.start, self.first = started, None
         self.asked: set[str] = set()
         self.passes = 0
 

@@ -3,6 +3,7 @@ of golden, A/A and golden slowed by an injected busy wait per repeat; the table 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -18,9 +19,9 @@ SUITE = "name: s\ndefaults: {dtype: fp16}\nentries:\n  - kernel: batched_gemm_bf
 DELAY_US = 100_000  # far above the interpreter's own time of this case (~10 ms): it shows whatever the noise
 
 
-def harness(*args, timeout=600) -> subprocess.CompletedProcess:
+def harness(*args, timeout=600, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
-                          env=ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
+                          env=env or ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +89,14 @@ def test_resume_and_refusals(calibrated):
     r = harness(*args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit")
     assert r.returncode == 2 and "holds a calibration already; pass --resume" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    r = harness(*args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit", "--resume")
+    db = tmp / "h.sqlite"
+    r = harness(*args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit", "--resume", "--record",
+                env={**ENV, "HARNESS_DB": str(db)})  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (out / "runs" / "repeat-1" / "golden.csv").read_bytes() == before  # nothing measured again
+    assert "history: calibration 1 added" in r.stderr
+    r = harness("history", "calibration", "--db", db, "--csv")
+    assert r.returncode == 0 and pd.read_csv(io.StringIO(r.stdout))["repeats"].tolist() == [1]
     r = harness(*args, "--slowdown", "fast")
     assert r.returncode == 2 and "--slowdown 'fast': expected a positive slowdown" in r.stderr
     r = harness("compare", DATA / "golden.csv", DATA / "tot.csv", "--calibration", tmp / "nope.csv")
