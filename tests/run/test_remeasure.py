@@ -167,3 +167,46 @@ def test_the_run_stage_never_imports_the_rule(name):
 
     for line, mod in imports(ROOT / "harness" / "run" / name):
         assert not mod.startswith(("harness.compare", "harness.retune", "harness.bisect")), f"{name}:{line}: {mod}"
+
+
+@pytest.mark.slow
+def test_the_cli_referees_with_the_rule(tmp_path):
+    """`harness run --with-env` re-measures by default (AITER's rule referees, injected by the CLI), and records
+    what it did; --no-remeasure runs the stability rule's reps only."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE)
+    for flag, name in (("--remeasure", "on"), ("--no-remeasure", "off")):
+        a, b = tmp_path / f"{name}-a.csv", tmp_path / f"{name}-b.csv"
+        cpu = DATA / "cpu-env.yaml"
+        args = [
+            "run",
+            "--env",
+            cpu,
+            "--suite",
+            suite,
+            "--out",
+            a,
+            "--with-env",
+            cpu,
+            "--with-out",
+            b,
+            "--launches",
+            "1",
+        ]
+        r = subprocess.run([sys.executable, "-m", "harness", *map(str, args), flag, "--remeasure-reps", "2"],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        side = json.loads((tmp_path / f"{name}-a.csv.env.json").read_text())
+        reps = load_results(a)["reps"]
+        if name == "off":
+            assert "remeasure" not in side and set(reps) <= {3, 5}
+            continue
+        done = side["remeasure"]
+        assert done["budget"] == {"extra_reps": 2, "step": 2, "share": 0.3}
+        assert done["stopped"] in ("decided", "reps", "time") and done["passes"] <= 1
+        assert len(done["still_undecided"]) <= done["undecided_at_first"] <= 2
+        assert set(reps) <= {3, 5, 3 + 2, 5 + 2}  # at most one pass of 2 extra reps
