@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.envs.bundle import DEFAULT_PART_MB
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # the run stage loads only when a command needs it
+    from harness.run.remeasure import Remeasure
 
 app = typer.Typer(
     name="harness",
@@ -350,7 +353,7 @@ _RemeasureReps = Annotated[
 _RemeasureShare = Annotated[
     float,
     typer.Option(
-        "--remeasure-share",
+        "--remeasure-time",
         min=0.0,
         help="--remeasure: stop once re-measuring took this share of the run's wall time before it",
     ),
@@ -415,7 +418,7 @@ def run(
     with_out: _WithOut = None,
     remeasure: _Remeasure = True,
     remeasure_reps: _RemeasureReps = 12,
-    remeasure_share: _RemeasureShare = 0.3,
+    remeasure_time: _RemeasureShare = 0.3,
     shard: _Shard = None,
     gpus: _Gpus = None,
     times: _Times = None,
@@ -467,7 +470,7 @@ def run(
         shuffle_placement=shuffle_placement,
         move_inputs=move_inputs,
         shard=shard,
-        remeasure=_remeasure(remeasure and bool(with_env), remeasure_reps, remeasure_share),
+        remeasure=_remeasure(remeasure and bool(with_env), remeasure_reps, remeasure_time),
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -498,7 +501,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _remeasure(on: bool, extra_reps: int, share: float):  # noqa: ANN202 - a Remeasure or None
+def _remeasure(on: bool, extra_reps: int, share: float) -> Remeasure | None:
     """The re-measuring policy of an interleaved run: AITER's rule referees (the run stage never sees it)."""
     if not on:
         return None
