@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.envs.bundle import DEFAULT_PART_MB
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # the run stage loads only when a command needs it
+    from harness.run.remeasure import Remeasure
 
 app = typer.Typer(
     name="harness",
@@ -84,6 +87,14 @@ def compare(
             help="add it to the history ($HARNESS_DB): docs/history.md",
         ),
     ] = False,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            help="harness calibrate's calibration.csv: a case that cannot resolve the rule's slack says so, "
+            "and its flags are ambiguous",
+        ),
+    ] = None,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
@@ -112,7 +123,16 @@ def compare(
         from harness.history.record import check_record
 
         check_record([out, markdown])
+    cal = None
+    if calibration is not None:
+        from harness.compare.calibration import load_calibration
+
+        cal = load_calibration(calibration)
     cmp = compare_files(golden, tot, rule, unstable=unstable)
+    if cal is not None:
+        from harness.compare.calibration import calibrate_comparison
+
+        calibrate_comparison(cmp, *cal, str(calibration))
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
     print_comparison(cmp, worst=worst)
@@ -326,6 +346,25 @@ _MoveInputs = Annotated[
         "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
     ),
 ]
+_Remeasure = Annotated[
+    bool,
+    typer.Option(
+        "--remeasure/--no-remeasure",
+        help="with --with-env: measure the cases whose verdict is ambiguous (the 95 % interval straddles the "
+        "rule's limit) again, interleaved, until decided or the budget is spent (default on; docs/verdicts.md)",
+    ),
+]
+_RemeasureReps = Annotated[
+    int, typer.Option("--remeasure-reps", min=0, help="--remeasure: at most this many extra reps per case")
+]
+_RemeasureShare = Annotated[
+    float,
+    typer.Option(
+        "--remeasure-time",
+        min=0.0,
+        help="--remeasure: stop once re-measuring took this share of the run's wall time before it",
+    ),
+]
 _WithEnv = Annotated[
     list[str] | None,
     typer.Option(
@@ -384,6 +423,9 @@ def run(
     move_inputs: _MoveInputs = True,
     with_env: _WithEnv = None,
     with_out: _WithOut = None,
+    remeasure: _Remeasure = True,
+    remeasure_reps: _RemeasureReps = 12,
+    remeasure_time: _RemeasureShare = 0.3,
     shard: _Shard = None,
     gpus: _Gpus = None,
     times: _Times = None,
@@ -437,6 +479,7 @@ def run(
         move_inputs=move_inputs,
         shard=shard,
         config_arch=config_arch,
+        remeasure=_remeasure(remeasure and bool(with_env), remeasure_reps, remeasure_time),
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -465,6 +508,17 @@ def run(
         record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+
+
+def _remeasure(on: bool, extra_reps: int, share: float) -> Remeasure | None:
+    """The re-measuring policy of an interleaved run: AITER's rule referees (the run stage never sees it)."""
+    if not on:
+        return None
+    from harness.compare.referee import rule_referee
+    from harness.compare.rule import Rule
+    from harness.run.remeasure import Budget, Remeasure
+
+    return Remeasure(rule_referee(Rule()), Budget(extra_reps=extra_reps, share=share))
 
 
 def _selected_cases(
@@ -635,7 +689,9 @@ def retune(
 
     _check_timeout(timeout)
     con = stderr()
-    run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs())
+    # the guard re-measures the cases it cannot decide; retune binds the referee to the guard's own pairs
+    run = RunOptions(reps=reps, launches=launches, timeout_s=timeout, compile_jobs=default_compile_jobs(),
+                     remeasure=_remeasure(True, 12, 0.3))  # fmt: skip
     opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run,
                    hints=list(hints or []), search_min=search_min)  # fmt: skip
     data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), bars=lambda n: env_bars(con, n))
@@ -738,7 +794,9 @@ def bisect(
 
     _check_timeout(timeout)
     con = stderr()
-    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts)
+    # rep-level re-measuring of ambiguous pairs inside each round; bisect binds it to its comparison's rule
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume, artifacts=artifacts,
+                      remeasure=_remeasure(True, 12, 0.3))  # fmt: skip
     items = [v.strip() for v in versions.split(",") if v.strip()]
     res = run_bisect(
         compare_csv,
@@ -793,6 +851,10 @@ def report(
 from harness.history.cli import history_app  # noqa: E402 - typer only: its commands import lazily
 
 app.add_typer(history_app, name="history")
+
+from harness.calibrate.cli import calibrate_command  # noqa: E402 - typer only: its work imports lazily
+
+app.command("calibrate")(calibrate_command)
 
 publish_app = typer.Typer(
     help="Publish a comparison: a sticky PR comment, a Google spreadsheet.", no_args_is_help=False

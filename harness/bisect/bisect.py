@@ -29,6 +29,8 @@ import pandas as pd
 from harness.bisect import gitrange
 from harness.bisect.search import Measurement, Reading, decide, history, read
 from harness.compare.compare import Comparison, worst_first
+from harness.compare.referee import rule_referee
+from harness.compare.rule import Rule
 from harness.compare.store import load_compare, locate_results
 from harness.errors import HarnessError
 from harness.inputs.env import EnvSpec, check_venv, create_env, load_env_spec, probe, release_env
@@ -38,6 +40,7 @@ from harness.results.cells import number
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.options import RunOptions
+from harness.run.remeasure import Remeasure
 
 #: measures cases under several envs into their files, interleaved (harness.run.interleave.run_interleaved)
 Measure = Callable[[list[tuple[EnvSpec, Path]], list[Case], RunOptions, str], Any]
@@ -434,6 +437,14 @@ def _first_line(text: Any) -> str:
     return lines[0][:200] if lines else ""
 
 
+def _refereed(opts: RunOptions, rule: Rule) -> Remeasure | None:
+    """The run's re-measuring policy refereed by the comparison's rule: each release (and TOT) against golden,
+    the first env of every round, as search.read reads them."""
+    if opts.remeasure is None:
+        return None
+    return replace(opts.remeasure, referee=rule_referee(rule))
+
+
 def run_rounds(plan: Plan, measure: Measure, log: Callable[[str], None] = print) -> Outcome:
     """Round 1 over every case and stack, then the re-measurement rounds of the noisy pairs."""
     res = Outcome(plan)
@@ -444,7 +455,7 @@ def run_rounds(plan: Plan, measure: Measure, log: Callable[[str], None] = print)
             break
         folder = plan.out / "runs" / f"round-{rnd}"
         runs = [(s.spec, folder / f"{s.key}.csv") for s in stacks]
-        opts = replace(plan.opts, artifacts=plan.opts.artifacts and rnd == 1)
+        opts = replace(plan.opts, artifacts=plan.opts.artifacts and rnd == 1, remeasure=_refereed(plan.opts, rule))
         done = opts.resume and all(_complete(p, cases) for _, p in runs)
         t0 = time.time()
         try:

@@ -65,6 +65,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     #: cases whose golden and TOT rows name different GPUs (results merged from several GPUs or machines)
     gpu_rows: str = ""
+    #: the calibration file applied (harness compare --calibration), '' when none
+    calibration: str = ""
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
@@ -125,6 +127,7 @@ class Comparison:
             "golden": {"path": self.golden_path, "env": self.golden_env},
             "tot": {"path": self.tot_path, "env": self.tot_env},
             "counts": self.counts(),
+            **({"calibration": self.calibration} if self.calibration else {}),
         }
 
 

@@ -125,7 +125,9 @@ def _console() -> Any:
 
 @history_app.command("add")
 def add(
-    files: Annotated[list[Path], typer.Argument(help="results CSVs (with their .env.json) and compare CSVs")],
+    files: Annotated[
+        list[Path], typer.Argument(help="results CSVs (with their .env.json), compare and calibration CSVs")
+    ],
     db: Db = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="tag what is added (repeatable): experiment, nightly")
@@ -148,14 +150,14 @@ def add(
 
 @history_app.command("remove")
 def remove(
-    kind: Annotated[str, typer.Argument(help="run or comparison")],
+    kind: Annotated[str, typer.Argument(help="run, comparison or calibration")],
     ident: Annotated[int, typer.Argument(help="its id (harness history list)", min=1)],
     db: Db = None,
 ) -> None:
     """Remove a wrongly added run (with its rows) or comparison (with its verdicts). A run a comparison or an
     annotation still refers to is refused: remove the comparison first."""
-    if kind not in ("run", "comparison"):
-        raise HarnessError(f"history remove: expected 'run' or 'comparison', got {kind!r}")
+    if kind not in ("run", "comparison", "calibration"):
+        raise HarnessError(f"history remove: expected 'run', 'comparison' or 'calibration', got {kind!r}")
     with _open(db) as h:  # an existing database only: nothing is created to remove from
         print(h.remove(kind, ident))
 
@@ -177,10 +179,10 @@ def list_(
 
     f = _filter(gpu=gpu, since=since, until=until, tag=tag, without_tag=without_tag)
     with _open(db) as h, h.reading() as conn:
-        runs, comps = q.runs_frame(conn, f), q.comparisons_frame(conn, f)
+        runs, comps, cals = q.runs_frame(conn, f), q.comparisons_frame(conn, f), q.calibrations_frame(conn, f)
     if csv or out:  # one frame: a run's time is its "when", as a comparison's is
         both = _concat(runs.rename(columns={"run_at": "when"}).assign(kind="run"), comps.assign(kind="comparison"))
-        _emit(db, both, csv, out, None)
+        _emit(db, _concat(both, cals.assign(kind="calibration")) if len(cals) else both, csv, out, None)
         return
     con = _console()
     runs = runs.assign(
@@ -207,6 +209,7 @@ def list_(
         gpu=comps["gpu_name"].map(gpu_model),
         stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
         runs=comps["golden_run_id"].map(_ref) + " vs " + comps["tot_run_id"].map(_ref),
+        reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
     )
     print_table(
         con,
@@ -217,12 +220,41 @@ def list_(
             Col("stacks", "Triton"),
             Col("runs"),
             Col("gpu"),
-            Col("regressions", "reg", justify="right"),
+            Col("reg", justify="right"),
             Col("cases", justify="right"),
             Col("tags", fold=True),
         ],
-        f"{len(comps)} comparisons (reg: regressions)",
+        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
     )
+    if len(cals):
+        _print_calibrations(con, cals)
+
+
+def _print_calibrations(con: Any, cals: Any) -> None:
+    from harness.history.render import Col, gpu_model, print_table, text_or
+
+    cals = cals.assign(
+        gpu=cals["gpu_name"].map(gpu_model),
+        stack=cals["env_name"].map(text_or) + "@" + cals["triton_version"].map(text_or),
+    )
+    cols = [
+        Col("id", "cal", justify="right"),
+        Col("when", "when", "when"),
+        Col("stack"),
+        Col("gpu"),
+        Col("unresolved", "coarse", justify="right"),
+        Col("cases", justify="right"),
+        Col("slowdowns", fold=True),
+    ]
+    print_table(con, cals, cols, f"{len(cals)} calibrations (coarse: cases that cannot resolve the rule)")
+
+
+def _regressions(n: Any, ambiguous: Any) -> str:
+    """``3`` or ``3 (1?)``: how many regressions, how many of them ambiguous (unknown for older comparisons)."""
+    import pandas as pd
+
+    amb = 0 if ambiguous is None or pd.isna(ambiguous) else int(ambiguous)
+    return f"{int(n)} ({amb}?)" if amb else str(int(n))
 
 
 def _ref(v: Any) -> str:
@@ -282,6 +314,49 @@ def show(
         more = f" (the newest {limit} of {len(df)}: --limit, --csv)" if len(df) > limit else ""
         gpus = ", ".join(sorted(set(shown["gpu"]) - {""}))
         print_table(_console(), shown, cols, f"{len(df)} rows{more}" + (f" · {gpus}" if gpus else ""))
+
+    _emit(db, df, csv, out, table)
+
+
+@history_app.command("calibration")
+def calibration(
+    ident: Annotated[int | None, typer.Argument(help="its id (harness history list; default: the latest)")] = None,
+    db: Db = None,
+    kernel: Kernel = None,
+    case: Case = None,
+    coarse: Annotated[bool, typer.Option("--coarse", help="only cases that cannot resolve the rule")] = False,
+    csv: Csv = False,
+    out: Out = None,
+) -> None:
+    """A stored calibration's cases: the smallest slowdown each caught, its A/A flags, whether it resolves the
+    rule's slack (docs/verdicts.md)."""
+    from harness.history import queries as q
+    from harness.history.render import Col, print_table
+
+    f = _filter(kernel, case)
+    with _open(db) as h, h.reading() as conn:
+        cals = q.calibrations_frame(conn)
+        if not len(cals):
+            raise HarnessError("no calibration stored (harness history add DIR/calibration.csv)")
+        if ident is not None and ident not in set(cals["id"]):
+            raise HarnessError(f"no calibration {ident} (harness history list shows them)")
+        cid = int(ident if ident is not None else cals["id"].iloc[-1])
+        df = q.calibration_cases_frame(conn, [cid], f)
+    if coarse:
+        df = df[~df["resolves"].astype(bool)]
+
+    def table() -> None:
+        cols = [
+            Col("kernel"),
+            Col("case_id", fold=True),
+            Col("golden_us", "µs", ".1f", "right"),
+            Col("noise_pct", "noise%", ".2f", "right"),
+            Col("resolution_pct", "catches%", ".2f", "right"),
+            Col("limit_pct", "rule%", ".2f", "right"),
+            Col("aa_flags", "A/A", justify="right"),
+        ]
+        coarse_n = int((~df["resolves"].astype(bool)).sum())
+        print_table(_console(), df, cols, f"calibration {cid}: {len(df)} cases, {coarse_n} cannot resolve the rule")
 
     _emit(db, df, csv, out, table)
 

@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.history.schema import RESULT_FLOAT, RESULT_INT, RESULT_TEXT, VERDICT_FLOAT, VERDICT_TEXT
+from harness.history.schema import (
+    CALIBRATION_FLOAT,
+    CALIBRATION_INT,
+    RESULT_FLOAT,
+    RESULT_INT,
+    RESULT_TEXT,
+    VERDICT_FLOAT,
+    VERDICT_TEXT,
+)
 from harness.results.cells import number
 
 #: tags are words: letters, digits and ``-_.:/`` (stored comma-joined, sorted)
@@ -257,6 +265,7 @@ def comparison_record(
         "regressions": counts.get("regression", 0),
         "failed_in_tot": counts.get("failed_in_tot", 0),
         "improvements": counts.get("improvement", 0),
+        "ambiguous": _ambiguous_regressions(cmp),
         "counts": json.dumps(counts),
         "meta": json.dumps(meta, sort_keys=True, default=str),
         "label": label,
@@ -264,6 +273,66 @@ def comparison_record(
     }
 
 
+def _ambiguous_regressions(cmp: Any) -> int | None:
+    """Regressions whose interval straddles the limit; None for a comparison written before compare judged how
+    sure it is (no ``confidence`` column): unknown, not zero."""
+    if "confidence" not in cmp.table.columns:
+        return None
+    return int(cmp.ambiguous_counts().get("regression", 0))
+
+
 def _without_kernels(env: dict[str, Any]) -> dict[str, Any]:
     """A sidecar without its kernels' summaries (kept with the runs; a comparison needs the stacks only)."""
     return {k: v for k, v in env.items() if k != "kernels"}
+
+
+def calibration_record(
+    table: pd.DataFrame,
+    meta: dict[str, Any],
+    path: Path,
+    digest: str,
+    *,
+    added_by: str,
+    label: str = "",
+    tags: str = "",
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``calibrations`` row of a loaded calibration file (harness.compare.calibration.load_calibration)."""
+    gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
+    repeats = number(meta.get("repeats"))
+    return {
+        "content_hash": digest,
+        "path": str(path),
+        "file_name": path.name,
+        "added_at": now or datetime.now(timezone.utc).replace(tzinfo=None),
+        "added_by": added_by,
+        "calibrated_at": parse_when(meta.get("captured_at")),
+        "env_name": _text(meta.get("env")),
+        "triton_version": _text(dig(meta, "triton", "version")),
+        "gpu_name": _text(gpu.get("name") or dig(gpu, "before", "name")),
+        "gpu_uuid": _text(gpu.get("uuid")),
+        "host": _text(meta.get("host")),
+        "slowdowns": ",".join(str(x) for x in meta.get("slowdowns") or []),
+        "repeats": int(repeats) if repeats is not None else None,
+        "cases": len(table),
+        "unresolved": int((~table["resolves"].astype(bool)).sum()),
+        "meta": json.dumps(meta, sort_keys=True, default=str),
+        "label": label,
+        "tags": tags,
+    }
+
+
+CALIBRATION_COLUMNS = {
+    "kernel": "text",
+    "case_id": "text",
+    **{c: "float" for c in CALIBRATION_FLOAT},
+    **{c: "int" for c in CALIBRATION_INT},
+    "caught": "text",
+}
+
+
+def calibration_rows(table: pd.DataFrame, calibration_id: int) -> Rows:
+    """Every case of a calibration as a ``calibration_cases`` row."""
+    rows = _rows(table, CALIBRATION_COLUMNS, {"calibration_id": calibration_id}, [])
+    resolves = table["resolves"].astype(bool).tolist()
+    return Rows([*rows.names, "resolves"], [(*v, r) for v, r in zip(rows.values, resolves)])

@@ -14,7 +14,7 @@ import pandas as pd
 
 from harness.compare.rule import BLOCKING
 from harness.errors import HarnessError
-from harness.history.schema import annotations, comparisons, results, runs, verdicts
+from harness.history.schema import annotations, calibration_cases, calibrations, comparisons, results, runs, verdicts
 from harness.results.schema import TIMED_STATUSES
 
 #: what identifies a series of one stack on one GPU model (change points are found per case within one)
@@ -187,6 +187,38 @@ def comparisons_frame(conn: Any, f: Filter | None = None, include_aa: bool = Tru
     return _frame(conn, stmt)
 
 
+def calibrations_frame(conn: Any, f: Filter | None = None) -> pd.DataFrame:
+    """The stored calibrations, oldest first (``when``: when calibrated, else when added), filtered by GPU, date
+    and tags."""
+    from sqlalchemy import func, select
+
+    f = f or Filter()
+    when = func.coalesce(calibrations.c.calibrated_at, calibrations.c.added_at)
+    conds = [_gpu(calibrations.c.gpu_name, calibrations.c.gpu_uuid, f.gpu)] if f.gpu else []
+    if f.since:
+        conds.append(when >= f.since)
+    if f.until:
+        conds.append(when < f.until)
+    conds += [_tagged(calibrations.c.tags, t) for t in f.tags]
+    conds += [~_tagged(calibrations.c.tags, t) for t in f.without_tags]
+    cols = [c for c in calibrations.c if c.name != "meta"]
+    return _frame(conn, select(*cols, when.label("when")).where(*conds).order_by(when, calibrations.c.id))
+
+
+def calibration_cases_frame(conn: Any, calibration_ids: list[int], f: Filter | None = None) -> pd.DataFrame:
+    """The per-case rows of some calibrations (kernel and case filters applied)."""
+    from sqlalchemy import select
+
+    f = f or Filter()
+    stmt = (
+        select(calibration_cases)
+        .where(calibration_cases.c.calibration_id.in_([int(i) for i in calibration_ids]))
+        .where(*_case_conditions(calibration_cases, f))
+        .order_by(calibration_cases.c.calibration_id, calibration_cases.c.id)
+    )
+    return _frame(conn, stmt)
+
+
 def verdicts_frame(conn: Any, comparison_ids: list[int], f: Filter | None = None) -> pd.DataFrame:
     """The verdict rows of some comparisons (kernel and case filters applied)."""
     from sqlalchemy import select
@@ -261,10 +293,25 @@ def run_verdicts(comps: pd.DataFrame, verd: pd.DataFrame) -> pd.DataFrame:
     v = verd.merge(sides, left_on="comparison_id", right_on="id")
     if not len(v):
         return pd.DataFrame(columns=["run_id", "kernel", "case_id", "verdicts"])
-    v["text"] = v["verdict"] + " (#" + v["comparison_id"].astype(str) + ")"
+    v["text"] = v["verdict"] + " (#" + v["comparison_id"].astype(str) + _ambiguous_mark(v, ", ") + ")"
     out = v.groupby(["run_id", "kernel", "case_id"])["text"].agg("; ".join).reset_index()
     out["run_id"] = out["run_id"].astype(np.int64)
     return out.rename(columns={"text": "verdicts"})
+
+
+def _ambiguous_mark(v: pd.DataFrame, sep: str) -> pd.Series | str:
+    """``sep + "ambiguous"`` where a verdict's 95 % interval straddled its limit, else ``""`` (verdicts stored
+    before confidence was recorded have none)."""
+    if "confidence" not in v.columns:
+        return ""
+    return pd.Series(np.where(v["confidence"].eq("ambiguous").to_numpy(), sep + "ambiguous", ""), index=v.index)
+
+
+def ambiguous(verd: pd.DataFrame) -> pd.Series:
+    """Rows whose confidence is ``ambiguous`` (False where none was stored)."""
+    if "confidence" not in verd.columns:
+        return pd.Series(False, index=verd.index)
+    return verd["confidence"].eq("ambiguous").fillna(False).astype(bool)
 
 
 def kernel_index(df: pd.DataFrame) -> pd.DataFrame:
@@ -299,17 +346,24 @@ def by_triton(series: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def regression_counts(comps: pd.DataFrame, verd: pd.DataFrame) -> pd.DataFrame:
-    """The AITER-seed table, long: per comparison and kernel, cases, regressions and TOT failures."""
+    """The AITER-seed table, long: per comparison and kernel, cases, regressions (``ambiguous``: how many of them
+    had an interval straddling the limit) and TOT failures."""
     cols = ["comparison_id", "when", "gpu_name", "golden_triton", "tot_triton", "kernel", "cases", "regressions"]
     if not len(comps) or not len(verd):
-        return pd.DataFrame(columns=[*cols, "failed_in_tot"])
-    v = verd.assign(reg=verd["verdict"] == "regression", fail=verd["verdict"] == "failed_in_tot")
+        return pd.DataFrame(columns=[*cols, "ambiguous", "failed_in_tot"])
+    reg = verd["verdict"] == "regression"
+    v = verd.assign(reg=reg, amb=reg & ambiguous(verd), fail=verd["verdict"] == "failed_in_tot")
     g = v.groupby(["comparison_id", "kernel"]).agg(cases=("verdict", "size"), regressions=("reg", "sum"))
+    g["ambiguous"] = v.groupby(["comparison_id", "kernel"])["amb"].sum()
     g["failed_in_tot"] = v.groupby(["comparison_id", "kernel"])["fail"].sum()
     g = g.reset_index()
     meta = comps[["id", "when", "gpu_name", "golden_triton", "tot_triton"]].rename(columns={"id": "comparison_id"})
     out = meta.merge(g, on="comparison_id")
-    return out[[*cols, "failed_in_tot"]].sort_values(["when", "comparison_id", "kernel"]).reset_index(drop=True)
+    return (
+        out[[*cols, "ambiguous", "failed_in_tot"]]
+        .sort_values(["when", "comparison_id", "kernel"])
+        .reset_index(drop=True)
+    )
 
 
 def pick_comparison(comps: pd.DataFrame, point: str) -> pd.Series:
@@ -335,13 +389,18 @@ def pick_comparison(comps: pd.DataFrame, point: str) -> pd.Series:
 def verdict_changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Cases whose verdict differs between two comparisons' verdict rows: ``change`` is ``new`` (blocking now,
     not before), ``fixed`` (blocking before, not now), ``changed`` (any other verdict change), ``added`` or
-    ``dropped`` (a case in one only); worst first."""
+    ``dropped`` (a case in one only); worst first. Blocking as ``--fail-on-regression`` sees it: an ambiguous
+    regression is not (its interval straddled the limit), so a regression that turned ambiguous is ``fixed``
+    (a confident one ``new``); ``confidence_*``, ``delta_lo_pct_*`` and ``delta_hi_pct_*`` say how sure each side was."""
     key = ["kernel", "case_id"]
-    cols = [*key, "verdict", "delta_pct"]
+    sure = ["confidence", "delta_lo_pct", "delta_hi_pct"]
+    cols = [*key, "verdict", "delta_pct", *sure]
+    before, after = (_with_columns(d, sure) for d in (before, after))
     m = before[cols].merge(after[cols], on=key, how="outer", suffixes=("_before", "_after"))
-    m = m[m["verdict_before"].fillna("") != m["verdict_after"].fillna("")].copy()
-    was = m["verdict_before"].isin(BLOCKING)
-    now = m["verdict_after"].isin(BLOCKING)
+    was = m["verdict_before"].isin(BLOCKING) & m["confidence_before"].ne("ambiguous")
+    now = m["verdict_after"].isin(BLOCKING) & m["confidence_after"].ne("ambiguous")
+    keep = (m["verdict_before"].fillna("") != m["verdict_after"].fillna("")) | (was != now)
+    m, was, now = m[keep].copy(), was[keep], now[keep]
     m["change"] = np.select(
         [m["verdict_before"].isna(), m["verdict_after"].isna(), now & ~was, was & ~now],
         ["added", "dropped", "new", "fixed"],
@@ -350,6 +409,10 @@ def verdict_changes(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     order = {"new": 0, "fixed": 1, "changed": 2, "added": 3, "dropped": 4}
     m["_o"] = m["change"].map(order)
     m = m.sort_values(["_o", "kernel", "case_id"]).drop(columns="_o")
-    return m[["change", *key, "verdict_before", "verdict_after", "delta_pct_before", "delta_pct_after"]].reset_index(
-        drop=True
-    )
+    both = [f"{c}_{side}" for c in ("verdict", "delta_pct", *sure) for side in ("before", "after")]
+    return m[["change", *key, *both]].reset_index(drop=True)
+
+
+def _with_columns(df: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    missing = [c for c in names if c not in df.columns]
+    return df.assign(**{c: None for c in missing}) if missing else df

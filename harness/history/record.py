@@ -15,23 +15,27 @@ from typing import Any
 from harness.errors import HarnessError
 
 COMPARE_MARKERS = {"verdict", "golden_us", "tot_us"}
+CALIBRATION_MARKERS = {"resolution_pct", "aa_fp_rate", "resolves"}
 
 
 @dataclass
 class Checked:
     path: Path
-    kind: str  # "results" or "compare"
+    kind: str  # "results", "compare" or "calibration"
     frame: Any = None  # the loaded results (compare files are read again when stored)
 
 
 def kind_of(path: Path) -> str:
-    """``compare`` for a file ``harness compare --out`` wrote (its header names verdicts), else ``results``."""
+    """``compare`` for a file ``harness compare --out`` wrote (its header names verdicts), ``calibration`` for one
+    ``harness calibrate`` wrote, else ``results``."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader([fh.readline()]), [])
+            header = {h.strip() for h in next(csv.reader([fh.readline()]), [])}
     except (OSError, UnicodeDecodeError):
         return "results"  # the loader says what is wrong with it
-    return "compare" if {h.strip() for h in header} >= COMPARE_MARKERS else "results"
+    if header >= CALIBRATION_MARKERS:
+        return "calibration"
+    return "compare" if header >= COMPARE_MARKERS else "results"
 
 
 def check_files(files: Sequence[Path]) -> list[Checked]:
@@ -43,7 +47,15 @@ def check_files(files: Sequence[Path]) -> list[Checked]:
         raise HarnessError("history add: give at least one results or compare CSV")
     out = []
     for p in map(Path, files):
-        if kind_of(p) == "compare":
+        kind = kind_of(p)
+        if kind == "calibration":
+            from harness.compare.calibration import calibration_meta_path, load_calibration
+
+            if not calibration_meta_path(p).is_file():
+                raise HarnessError(f"{p}: its metadata {calibration_meta_path(p).name} is not beside it")
+            load_calibration(p, option="")
+            out.append(Checked(p, "calibration"))
+        elif kind == "compare":
             from harness.compare.store import meta_path
 
             if not meta_path(p).is_file():  # without it: "? vs ?", and a second comparison once it is added with it
@@ -78,7 +90,9 @@ def add_files(
     """Store checked files one by one (each in its own transaction), saying what each became."""
     done = []
     for c in checked:
-        if c.kind == "compare":
+        if c.kind == "calibration":
+            added = [h.add_calibration(c.path, tags=tags, label=label)]
+        elif c.kind == "compare":
             added = h.add_compare(c.path, tags=tags, label=label, commit=commit)
         else:
             added = [h.add_results(c.path, frame=c.frame, tags=tags, label=label, commit=commit)]

@@ -7,7 +7,9 @@ checks that upgrading an empty database to the head gives exactly these.
 * ``results``: every row of a run, with its reps and per-dispatch times (JSON text, as in the CSV);
 * ``comparisons``: one compare CSV (the rule, both stacks, the verdict counts), linked to the two runs it
   compared when they are stored; ``verdicts``: its rows;
-* ``annotations``: known steps a user marks ("config retune", "driver update"), and retune / bisect outcomes.
+* ``annotations``: known steps a user marks ("config retune", "driver update"), and retune / bisect outcomes;
+* ``calibrations``: one ``harness calibrate`` file (the stack, the GPU, the slowdowns tried);
+  ``calibration_cases``: per case what it resolves and how often its A/A flagged.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sqlalchemy import (
 )
 
 #: the newest migration; ``migrations/versions/`` holds every step to it
-HEAD = "0002"
+HEAD = "0004"
 
 metadata = MetaData()
 
@@ -170,6 +172,8 @@ comparisons = Table(
     Column("regressions", Integer, nullable=False),
     Column("failed_in_tot", Integer, nullable=False),
     Column("improvements", Integer, nullable=False),
+    #: regressions whose 95 % interval straddles the limit (NULL: stored before confidence was recorded)
+    Column("ambiguous", Integer),
     Column("counts", Text, nullable=False),
     Column("meta", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=""),
@@ -187,8 +191,20 @@ VERDICT_TEXT = (
     "tot_config",
     "peak",
     "note",
+    "confidence",
 )
-VERDICT_FLOAT = ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us", "flops", "bytes")
+VERDICT_FLOAT = (
+    "golden_us",
+    "tot_us",
+    "delta_us",
+    "delta_pct",
+    "limit_us",
+    "flops",
+    "bytes",
+    "noise_pct",
+    "delta_lo_pct",
+    "delta_hi_pct",
+)
 
 verdicts = Table(
     "verdicts",
@@ -213,6 +229,10 @@ verdicts = Table(
     Column("bytes", Float),
     Column("peak", Text),
     Column("note", Text),
+    Column("confidence", String(16)),
+    Column("noise_pct", Float),
+    Column("delta_lo_pct", Float),
+    Column("delta_hi_pct", Float),
     UniqueConstraint("comparison_id", "kernel", "case_id", name="uq_verdicts_comparison_case"),
 )
 Index("ix_verdicts_case", verdicts.c.kernel, verdicts.c.case_id)
@@ -234,3 +254,53 @@ annotations = Table(
     Column("details", Text),
 )
 Index("ix_annotations_at", annotations.c.at)
+
+calibrations = Table(
+    "calibrations",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("content_hash", String(64), nullable=False, unique=True),
+    Column("path", Text, nullable=False),
+    Column("file_name", Text, nullable=False),
+    Column("added_at", DateTime, nullable=False),
+    Column("added_by", Text, nullable=False),
+    Column("calibrated_at", DateTime),
+    Column("env_name", Text),
+    Column("triton_version", Text),
+    Column("gpu_name", Text),
+    Column("gpu_uuid", Text),
+    Column("host", Text),
+    Column("slowdowns", Text, nullable=False),
+    Column("repeats", Integer),
+    Column("cases", Integer, nullable=False),
+    Column("unresolved", Integer, nullable=False),
+    Column("meta", Text, nullable=False),
+    Column("label", Text, nullable=False, server_default=""),
+    Column("tags", Text, nullable=False, server_default=""),
+)
+Index("ix_calibrations_calibrated_at", calibrations.c.calibrated_at)
+
+CALIBRATION_FLOAT = ("golden_us", "aa_fp_rate", "noise_pct", "resolution_pct", "resolution_us", "limit_pct")
+CALIBRATION_INT = ("repeats", "aa_flags", "aa_confident_flags")
+
+calibration_cases = Table(
+    "calibration_cases",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("calibration_id", Integer, ForeignKey("calibrations.id", ondelete="CASCADE"), nullable=False),
+    Column("kernel", Text, nullable=False),
+    Column("case_id", Text, nullable=False),
+    Column("golden_us", Float),
+    Column("repeats", Integer),
+    Column("aa_flags", Integer),
+    Column("aa_confident_flags", Integer),
+    Column("aa_fp_rate", Float),
+    Column("noise_pct", Float),
+    Column("resolution_pct", Float),
+    Column("resolution_us", Float),
+    Column("limit_pct", Float),
+    Column("resolves", Boolean),
+    Column("caught", Text),
+    UniqueConstraint("calibration_id", "kernel", "case_id", name="uq_calibration_cases_case"),
+)
+Index("ix_calibration_cases_case", calibration_cases.c.kernel, calibration_cases.c.case_id)

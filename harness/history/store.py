@@ -26,7 +26,16 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.history import ingest
-from harness.history.schema import HEAD, annotations, comparisons, results, runs, verdicts
+from harness.history.schema import (
+    HEAD,
+    annotations,
+    calibration_cases,
+    calibrations,
+    comparisons,
+    results,
+    runs,
+    verdicts,
+)
 from harness.history.url import Location, resolve
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -254,6 +263,26 @@ class History:
             return [*added, Added("comparison", found[0], False, path, summary, *found[1:])]
         return [*added, Added("comparison", cid, True, path, summary)]
 
+    def add_calibration(self, path: Path, *, tags: str = "", label: str = "") -> Added:
+        """Store one calibration file (harness calibrate's calibration.csv, with its .meta.json)."""
+        from harness.compare.calibration import load_calibration
+
+        path = Path(path)
+        table, meta = load_calibration(path, option="")
+        digest = ingest.content_hash(path.read_bytes(), meta.get("captured_at"))
+        record = ingest.calibration_record(table, meta, path, digest, added_by=who(), label=label, tags=tags)
+        summary = f"{record['cases']} cases, {record['unresolved']} cannot resolve the rule, {record['env_name']}"
+        found = self._stored(calibrations, digest, tags, label)
+        if found:
+            return Added("calibration", found[0], False, path, summary, *found[1:])
+        with self.writing() as conn:
+            existing = _existing(conn, calibrations, digest)
+            if existing is not None:
+                return Added("calibration", existing, False, path, summary)
+            cid = conn.execute(calibrations.insert().values(record)).inserted_primary_key[0]
+            insert_rows(conn, calibration_cases, ingest.calibration_rows(table, cid))
+        return Added("calibration", cid, True, path, summary)
+
     def annotate(
         self,
         text: str,
@@ -294,7 +323,9 @@ class History:
         from sqlalchemy import delete, func, or_, select
 
         table, rows, fk = {"run": (runs, results, results.c.run_id),
-                           "comparison": (comparisons, verdicts, verdicts.c.comparison_id)}[kind]  # fmt: skip
+                           "comparison": (comparisons, verdicts, verdicts.c.comparison_id),
+                           "calibration": (calibrations, calibration_cases,
+                                           calibration_cases.c.calibration_id)}[kind]  # fmt: skip
         with self.writing() as conn:
             if conn.execute(select(table.c.id).where(table.c.id == ident)).first() is None:
                 raise HarnessError(f"{self.loc.shown}: no {kind} {ident} (harness history list shows them)")
@@ -312,7 +343,7 @@ class History:
             n = conn.execute(select(func.count()).select_from(rows).where(fk == ident)).scalar_one()
             conn.execute(delete(rows).where(fk == ident))
             conn.execute(delete(table).where(table.c.id == ident))
-        return f"removed {kind} {ident} and its {n} {'rows' if kind == 'run' else 'verdicts'}"
+        return f"removed {kind} {ident} and its {n} {dict(run='rows', comparison='verdicts').get(kind, 'cases')}"
 
     # -- helpers -------------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from harness.history import queries as q
 from harness.history.changepoints import MIN_POINTS, index_steps, series_steps
 from harness.history.render import Col, print_table, short_gpu, styled_verdict, text_or, when
 from harness.render.terminal import print_lines
+from harness.render.vocabulary import regressions
 
 Shown = tuple[pd.DataFrame, Callable[[Console], None]]
 
@@ -148,7 +149,10 @@ def regression_table(conn: Any, f: q.Filter, aa: bool) -> Shown:
     def show(con: Console) -> None:
         for gpu, g in long.groupby(long["gpu_name"].fillna(""), sort=True):
             _print_pivot(con, g, short_gpu(gpu) or "unknown GPU")
-        con.print("cells: regressions (+N TOT failures) of the kernel's cases in that comparison; -: not compared")
+        con.print(
+            "cells: regressions ((N?): N of them ambiguous; +N TOT failures) of the kernel's cases in that"
+            " comparison; -: not compared"
+        )
 
     return long, show
 
@@ -161,8 +165,11 @@ def _print_pivot(con: Console, g: pd.DataFrame, gpu: str) -> None:
     comps = g.drop_duplicates("comparison_id")[["comparison_id", "when", "golden_triton", "tot_triton"]]
     shown = comps.tail(PIVOT_COLUMNS)
     d = g[g["comparison_id"].isin(shown["comparison_id"])]
-    cell = d["regressions"].astype(int).astype(str) + np.where(
-        d["failed_in_tot"] > 0, "+" + d["failed_in_tot"].astype(int).astype(str), ""
+    amb = d["ambiguous"].astype(int) if "ambiguous" in d.columns else pd.Series(0, index=d.index)
+    cell = (
+        d["regressions"].astype(int).astype(str)
+        + np.where(amb > 0, " (" + amb.astype(str) + "?)", "")
+        + np.where(d["failed_in_tot"] > 0, "+" + d["failed_in_tot"].astype(int).astype(str), "")
     )
     table = d.assign(cell=cell).pivot(index="kernel", columns="comparison_id", values="cell").fillna("-")
     totals = d.groupby("comparison_id")["regressions"].sum().astype(int).astype(str)
@@ -197,7 +204,7 @@ def verdict_change_table(conn: Any, f: q.Filter, start: str | None, end: str | N
         for label, c in (("from", a), ("to", b)):
             con.print(
                 f"[bold]{label}[/] #{int(c['id'])} {when(c['when'])}  Triton {c['golden_triton']} vs {c['tot_triton']}"
-                f"  {escape(short_gpu(c['gpu_name']))}  {int(c['regressions'])} regressions  {escape(str(c['file_name']))}"
+                f"  {escape(short_gpu(c['gpu_name']))}  {_regressions(c)}  {escape(str(c['file_name']))}"
             )
         if a["gpu_name"] != b["gpu_name"]:
             con.print("[yellow]note:[/] the two ran on different GPUs (--gpu picks one)")
@@ -206,7 +213,7 @@ def verdict_change_table(conn: Any, f: q.Filter, start: str | None, end: str | N
         if len(changes):
             print_table(
                 con,
-                changes,
+                _marked(changes),
                 [
                     Col("change"),
                     Col("kernel"),
@@ -220,6 +227,21 @@ def verdict_change_table(conn: Any, f: q.Filter, start: str | None, end: str | N
             )
 
     return changes, show
+
+
+def _regressions(comparison: pd.Series) -> str:
+    amb = comparison.get("ambiguous")
+    return regressions(int(comparison["regressions"]), 0 if amb is None or pd.isna(amb) else int(amb))
+
+
+def _marked(changes: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts as shown: ``regression (ambiguous)`` where the 95 % interval straddled the limit."""
+    out = changes.copy()
+    for side in ("before", "after"):
+        amb = out[f"confidence_{side}"].eq("ambiguous").fillna(False).to_numpy(dtype=bool)
+        text = out[f"verdict_{side}"].fillna("").astype(str)
+        out[f"verdict_{side}"] = np.where(amb, text + " (ambiguous)", text)
+    return out
 
 
 def changepoint_table(conn: Any, f: q.Filter, min_points: int) -> Shown:

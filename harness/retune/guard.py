@@ -16,8 +16,11 @@ stacks with the new config (``golden_new``, ``tot_new``). Every comparison is AI
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from harness.compare.referee import pair_decided
 from harness.compare.rule import Rule, verdict_of
 from harness.report.page import plain
 
@@ -109,3 +112,18 @@ def decide(measured: list[Measured], rule: Rule) -> Decision:
     if not fixed:
         return Decision(False, "fixes nothing in the guard's measurements", verdicts)
     return Decision(True, f"fixes {len(fixed)} of {len(verdicts)} cases it changes, none slower", verdicts)
+
+
+#: the guard run's envs in order (retune.measure.ROLES) and the pairs judge() reads, (reference, new)
+GUARD_PAIRS = ((0, 2), (1, 3), (0, 1), (0, 3))
+
+
+def guard_referee(rule: Rule) -> Callable[[list[dict[str, Any]]], bool]:
+    """The referee of a guard run (harness.run.remeasure): a case is decided when every comparison judge() makes
+    of it is (golden old vs new, TOT old vs new, golden old vs TOT old and new), by the rule and the confidence
+    interval as compare would see them."""
+
+    def decided(rows: list[dict[str, Any]]) -> bool:
+        return all(pair_decided(rows[a], rows[b], rule) for a, b in GUARD_PAIRS)
+
+    return decided

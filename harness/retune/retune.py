@@ -31,7 +31,7 @@ from harness.errors import HarnessError, did_you_mean
 from harness.fsutil import write_text
 from harness.retune import inputs as I
 from harness.retune.cache import Cache, digest
-from harness.retune.guard import Decision, Measured, decide, judge, pct, slower, us
+from harness.retune.guard import Decision, Measured, decide, guard_referee, judge, pct, slower, us
 from harness.retune.hints import cache_file, load_hints
 from harness.retune.measure import Bars, Cost, GuardCase, Item, Measurer, Stack
 from harness.retune.placement import Option, changes, file_names, options, per_shape_text, resolve
@@ -186,6 +186,8 @@ class Retune:
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
         cache = Cache(self.opts.out / "cache.jsonl")
+        if run.remeasure is not None:  # the guard's own pairs decide whether a case needs more reps
+            run = replace(run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule)))
         self.measurer = Measurer(self.opts.out, stacks, cache, run, self.bars, self._cost_so_far())
         self.measurer.progress = self._save_cost
         self._learn_cached({s.ident for s in stacks.values()})

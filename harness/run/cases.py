@@ -64,6 +64,8 @@ class CaseState:
     rank_times: list[list[float]] = field(default_factory=list)  # per rep, each rank's time (multi-GPU cases)
     halves: list[float | None] = field(default_factory=list)  # per rep, the A/A self-check (multi-GPU, lockstep)
     final: dict[str, Any] | None = None
+    #: the reps the stability rule decided on (any beyond them were taken to decide the comparison)
+    base_reps: int = 0
 
     @classmethod
     def of(cls, case: Case) -> CaseState:

@@ -4,6 +4,7 @@ golden for an A/A): slow drifts of the GPU fall on every stack alike."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
@@ -14,8 +15,9 @@ from harness.errors import HarnessError
 from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.run.options import RunOptions
+from harness.run.remeasure import CHECKPOINT, Board, Remeasure, next_targets
 from harness.run.runner import lock_outputs, run_steps
-from harness.run.sidecar import sidecar_triton
+from harness.run.sidecar import sidecar_triton, update_sidecar
 
 
 def run_interleaved(
@@ -50,11 +52,14 @@ def _interleave(
     suite_name: str,
     warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, int]]:
+    started = time.monotonic()  # the run's wall time before re-measuring includes preparing and compiling
     opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
+    board = Board(len(runs)) if opts.remeasure is not None else None
     gens = []
     for k, (spec, out) in enumerate(runs):
         cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
-        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True))
+        meets = (board, k) if board is not None else None
+        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True, board=meets))
     results: list[dict[str, int] | None] = [None] * len(gens)
     paused: list[tuple[int, str] | None] = [None] * len(gens)
 
@@ -71,9 +76,18 @@ def _interleave(
         same = same_triton([(spec, sidecar_triton(out)) for spec, out in runs])
         if same:
             (warn or _warn_stderr)(same)
+        referee = _Referee(board, opts.remeasure, [out for _, out in runs], started) if board is not None else None
         while any(p is not None for p in paused):
-            rnd = min(p[0] for p in paused if p is not None)
+            live = [p for p in paused if p is not None]
+            if referee is not None and all(p[1] == CHECKPOINT for p in live):
+                referee.judge()  # every env waits for it: the next pass (or none) is posted on the board
+                for i in range(len(gens)):
+                    if paused[i] is not None:
+                        advance(i)
+                continue
+            rnd = min(p[0] for p in live if p[1] != CHECKPOINT)
             order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
+            order = [i for i in order if paused[i][1] != CHECKPOINT]
             if rnd % 2 == 0:
                 order.reverse()
             for i in order:
@@ -82,6 +96,41 @@ def _interleave(
         for g in gens:
             g.close()  # an interrupted run: each generator's cleanup kills its worker
     return [r or {} for r in results]
+
+
+class _Referee:
+    """Between passes: asks the referee about every case held under all envs, posts the next pass's reps on the
+    board, and records in each env's sidecar what re-measuring did (``remeasure``)."""
+
+    def __init__(self, board: Board, policy: Remeasure, outs: list[Path], started: float):
+        self.board, self.policy, self.outs = board, policy, outs
+        self.start, self.first = started, None
+        self.asked: set[str] = set()
+        self.passes = 0
+
+    def judge(self) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        undecided = self.board.undecided(self.policy.referee)
+        if self.passes == 0:
+            self.asked = set(undecided)
+        more, stop = next_targets(undecided, self.policy.budget, now - self.first, self.first - self.start)
+        self.board.more = more
+        if more:
+            self.passes += 1
+            return
+        b = self.policy.budget
+        summary = {
+            "undecided_at_first": len(self.asked),
+            "still_undecided": sorted(k.replace("\x1f", "/") for k in undecided),
+            "passes": self.passes,
+            "stopped": stop,
+            "seconds": round(now - self.first, 1),
+            "budget": {"extra_reps": b.extra_reps, "step": b.step, "share": b.share},
+        }
+        for out in self.outs:
+            update_sidecar(out, remeasure=summary)
 
 
 def _warn_stderr(message: str) -> None:

@@ -13,6 +13,7 @@ from harness.inputs.env import EnvSpec
 from harness.results.schema import sidecar_path
 from harness.run import stability
 from harness.run.locks import resume_conflict
+from harness.run.remeasure import Remeasure
 
 
 @dataclass
@@ -47,6 +48,9 @@ class RunOptions:
     config_arch: str | None = None
     #: ``I/N`` of --shard: this run's part of the suite, recorded so that a --resume and a merge can check it
     shard: str | None = None
+    #: interleaved runs: measure the cases a referee calls undecided again, within a budget (remeasure.py); the
+    #: caller injects the referee, so the run stage never learns the rule. None: the stability rule's reps only
+    remeasure: Remeasure | None = None
 
 
 def moves_inputs(opts: RunOptions, timing: str) -> bool:

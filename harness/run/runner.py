@@ -30,6 +30,7 @@ from harness.run.group import WorkerGroup, visible
 from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
 from harness.run.precompile import precompile
+from harness.run.remeasure import CHECKPOINT, Board, pooled_time
 from harness.run.rocprof import read_traces
 from harness.run.sidecar import run_sidecar, smi_id, update_sidecar, write_sidecar
 from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout, start_worker
@@ -42,9 +43,18 @@ class SuiteRun:
     yielding (round, case key), so that run_interleaved can alternate envs; it returns the counts per status."""
 
     def __init__(
-        self, spec: EnvSpec, cases: list[Case], out: Path, opts: RunOptions, progress: Progress | None, suite: str
+        self,
+        spec: EnvSpec,
+        cases: list[Case],
+        out: Path,
+        opts: RunOptions,
+        progress: Progress | None,
+        suite: str,
+        board: tuple[Board, int] | None = None,
     ):
         self.spec, self.out, self.opts, self.progress, self.suite = spec, Path(out), opts, progress, suite
+        # re-measuring (remeasure.py): decided rows are held, not written, until the referee has seen them
+        self.board, self.held, self.gave_up = board, [], set()
         self.cases = cases
         self.log_dir = opts.log_dir or self.out.parent / (self.out.name + ".logs")
         self.timing = opts.timing or spec.timing
@@ -191,6 +201,8 @@ class SuiteRun:
                 yield from self._round(rnd)
                 if rnd >= self.opts.reps:
                     self._decide(rnd)
+            if self.board is not None:
+                yield from self._remeasure(stability.MAX_REPS + 1)
             clean = True
         finally:
             self._close(clean)
@@ -295,14 +307,64 @@ class SuiteRun:
         """After the first reps (and again after the extra two): the stability rule's verdict per case."""
         most = max(self.opts.reps, stability.MAX_REPS)
         for st in [s for s in self.todo if s.final is None and s.prep and s.prep.get("status") == "ok"]:
-            d = stability.decide(st.reps, first=self.opts.reps, most=most)
+            # the reps of the rounds so far: a resumed run may hold re-measured reps beyond them already
+            d = stability.decide(st.reps[:rnd], first=self.opts.reps, most=most)
             if not d.need_more:
                 why = group_problem(st) if d.status == "ok" else ""  # a multi-GPU time that must not be judged
                 status = "unstable" if why else d.status
                 row = result_row(st, status, time_us=d.value, decision=d, timing=self.timing, error=why)
-                self._finish(st, row)
+                if self.board is None:
+                    self._finish(st, row)
+                else:
+                    st.final, st.base_reps = row, rnd
+                    self.held.append(st)
             elif len(st.reps) == rnd and rnd == self.opts.reps:
                 self.total += stability.MAX_REPS - self.opts.reps  # two more reps to come for this case
+
+    def _remeasure(self, rnd: int) -> Generator[tuple[int, str], None, None]:
+        """Passes of extra reps for the held cases the driver names (Board.more), until it names none; then every
+        held case is written, its time pooled over all its reps where it got more."""
+        board, index = self.board
+        while True:
+            board.held[index] = {
+                st.key: (self._held_row(st), len(st.reps) - st.base_reps, st.key not in self.gave_up)
+                for st in self.held
+            }
+            yield rnd, CHECKPOINT
+            want = {st.key: len(st.reps) + board.more[st.key] for st in self.held if board.more.get(st.key)}
+            todo = [st for st in self.held if st.key in want and st.key not in self.gave_up]
+            if not todo:
+                break
+            self.total += sum(want[st.key] - len(st.reps) for st in todo)
+            while todo:
+                yield from self._extra_round(rnd, todo)
+                rnd += 1
+                todo = [st for st in todo if len(st.reps) < want[st.key] and st.key not in self.gave_up]
+        for st in self.held:
+            self._finish(st, self._held_row(st))
+
+    def _extra_round(self, rnd: int, todo: list[CaseState]) -> Generator[tuple[int, str], None, None]:
+        """One extra rep of each case in ``todo``. A rep that fails (a hang, a crash) ends that case's
+        re-measuring and keeps what it had: nothing measured is dropped for a later failure."""
+        for st in todo:
+            st.request["rep"] = len(st.reps)
+            yield rnd, st.key
+            ans = self._ask(self._time_request(st))
+            if ans.get("status") != "ok" or ans.get("time_us") is None:
+                self.gave_up.add(st.key)
+                self._tick(st.case.case_id)
+            else:
+                self._record(st, ans)
+
+    def _held_row(self, st: CaseState) -> dict[str, Any]:
+        """A held case's row: the stability rule's while it has no extra reps, else its time pooled over all."""
+        row = st.final
+        if len(st.reps) > st.base_reps:
+            reps = list(st.reps)
+            d = stability.Decision(False, pooled_time(reps), row["status"], tuple(reps), f"mean of {len(reps)}")
+            row = result_row(st, row["status"], time_us=d.value, decision=d, timing=self.timing, error=row["error"])
+        row["gpu"] = self._gpu_of(int(st.request["world_size"]))
+        return row
 
     def _close(self, clean: bool) -> None:
         # interrupted (Ctrl-C, SIGTERM): kill the workers, they run in sessions of their own
@@ -341,13 +403,15 @@ def run_steps(
     progress: Progress | None = None,
     suite_name: str = "",
     locked: bool = False,
+    board: tuple[Board, int] | None = None,
 ) -> Generator[tuple[int, str], None, dict[str, int]]:
     """``run_suite`` as a generator (SuiteRun.steps). OUT is locked for the whole run (run.locks), unless the
-    caller holds the lock already (``locked``)."""
+    caller holds the lock already (``locked``). ``board``: where this env (its index) meets the others of an
+    interleaved run that re-measures undecided cases (remeasure.py)."""
     with ExitStack() as stack:
         if not locked:
             stack.enter_context(lock_outputs([(spec, Path(out))], opts, suite_name))
-        return (yield from SuiteRun(spec, cases, Path(out), opts, progress, suite_name).steps())
+        return (yield from SuiteRun(spec, cases, Path(out), opts, progress, suite_name, board).steps())
 
 
 def run_suite(

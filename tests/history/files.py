@@ -20,8 +20,10 @@ def results_file(
     gpu: str = "NVIDIA H100 80GB HBM3",
     when: str = "2026-11-22T10:00:00Z",
     status: dict[tuple[str, str], str] | None = None,
+    spread: float = 0.001,
 ) -> Path:
-    """``folder/name`` with one row per (kernel, case_id) → time, and its ``.env.json``."""
+    """``folder/name`` with one row per (kernel, case_id) → time, and its ``.env.json``; each case's three reps
+    lie ``spread`` (relative) either side of its time."""
     rows = []
     for (kernel, case_id), t in times.items():
         m = int(case_id.split("_")[0].lstrip("M") or 1)
@@ -36,7 +38,7 @@ def results_file(
                 "status": st,
                 "time_us": t if st in ("ok", "unstable") else None,
                 "reps": 3,
-                "rep_times_us": json.dumps([t, round(t * 1.001, 4), round(t * 0.999, 4)]),
+                "rep_times_us": json.dumps([t, round(t * (1 + spread), 4), round(t * (1 - spread), 4)]),
                 "spread_pct": 0.2,
                 "dispatch_us": json.dumps({"_k": t}),
                 "flops": 2.0 * m * 512 * 512,

@@ -64,7 +64,7 @@ def test_a_wrongly_added_run_or_comparison_can_be_removed(tmp_path, capsys):
 
 def test_remove_refusals_are_one_line(tmp_path, capsys):
     rc, _, err = cli(capsys, "history", "remove", "table", "1", "--db", tmp_path / "h.sqlite")
-    assert rc == 2 and "expected 'run' or 'comparison'" in err
+    assert rc == 2 and "expected 'run', 'comparison' or 'calibration'" in err
     rc, _, err = cli(capsys, "history", "remove", "run", "1", "--db", tmp_path / "none.sqlite")
     assert rc == 2 and "no history database here yet" in err and not (tmp_path / "none.sqlite").exists()
 

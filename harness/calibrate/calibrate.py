@@ -1,0 +1,115 @@
+"""`harness calibrate SUITE --env ENV --out DIR`: each case measured as A/A and with known slowdowns injected, R
+times, interleaved on the same GPU; per case the smallest slowdown it reliably catches and its A/A
+false-positive rate (resolution.py), written to ``DIR/calibration.csv`` for ``harness compare --calibration``.
+
+Layout of DIR (harness's own folder, outdir.py): ``runs/baseline.csv`` (one plain run: each case's time, which the
+``%`` and ``limit`` slowdowns are sized from), ``delays-LABEL.json`` (the µs injected per case),
+``runs/repeat-N/{golden,aa,slow-LABEL}.csv`` (one interleaved run per repeat: golden, golden again, and golden with
+each slowdown), ``calibration.csv`` and its ``.meta.json``. Every run is a normal results file with its journal:
+a killed calibration goes on with ``--resume``, measuring only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.calibrate.resolution import Slowdown, judge_pair, summarize
+from harness.compare.calibration import write_calibration
+from harness.compare.rule import Rule
+from harness.fsutil import write_text
+from harness.inputs.env import EnvSpec
+from harness.inputs.suite import Case
+from harness.results.load import load_results
+from harness.results.schema import TIMED_STATUSES
+from harness.run.options import RunOptions
+
+#: measures cases under envs into their files (interleaved when several), as `harness run` does
+Measure = Callable[[list[tuple[EnvSpec, Path]], list[Case], RunOptions, str], Any]
+OWN = ("calibration.csv", "runs")
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: EnvSpec
+    cases: list[Case]
+    suite: str
+    out: Path
+    slowdowns: list[Slowdown]
+    repeats: int
+    rule: Rule
+    opts: RunOptions
+
+
+def calibrate(plan: Plan, measure: Measure, log: Callable[[str], None]) -> pd.DataFrame:
+    """Measure and summarize (module docstring); returns the calibration table."""
+    runs = plan.out / "runs"
+    baseline = runs / "baseline.csv"
+    log(f"baseline: {len(plan.cases)} cases under {plan.spec.name}")
+    measure([(plan.spec, baseline)], plan.cases, plan.opts, plan.suite)
+    times = _times(load_results(baseline))
+    envs = [(plan.spec, "golden"), (plan.spec, "aa")]
+    envs += [(_slowed(plan, s, times), f"slow-{s.label}") for s in plan.slowdowns]
+    aa: list[pd.DataFrame] = []
+    slowed: dict[str, list[pd.DataFrame]] = {s.label: [] for s in plan.slowdowns}
+    for r in range(1, plan.repeats + 1):
+        folder = runs / f"repeat-{r}"
+        pairs = [(spec, folder / f"{name}.csv") for spec, name in envs]
+        log(f"repeat {r} of {plan.repeats}: golden, A/A and {', '.join(s.label for s in plan.slowdowns)}")
+        measure(pairs, plan.cases, plan.opts, plan.suite)
+        frames = [load_results(p) for _, p in pairs]
+        aa.append(judge_pair(frames[0], frames[1], plan.rule))
+        for s, f in zip(plan.slowdowns, frames[2:]):
+            slowed[s.label].append(judge_pair(frames[0], f, plan.rule))
+    injected = {s.label: _injected_pct(s, times, plan.rule) for s in plan.slowdowns}
+    table = summarize(aa, slowed, injected, plan.rule)
+    write_calibration(table, _meta(plan, load_results(baseline).attrs.get("env") or {}), plan.out / "calibration.csv")
+    return table
+
+
+def _times(df: pd.DataFrame) -> pd.Series:
+    """Each timed case's time (µs), indexed by (kernel, case_id)."""
+    d = df[df["status"].isin(TIMED_STATUSES) & df["time_us"].notna()]
+    return pd.Series(d["time_us"].astype(float).to_numpy(), index=pd.MultiIndex.from_frame(d[["kernel", "case_id"]]))
+
+
+def _slowed(plan: Plan, s: Slowdown, times: pd.Series) -> EnvSpec:
+    """Golden's env with slowdown ``s`` injected (harness/worker/delay.py): µs for every case in a variable,
+    sized ones per case in a file the worker reads."""
+    name = f"{plan.spec.name}+{s.label}"
+    if s.kind == "us":
+        return replace(plan.spec, name=name, env={**plan.spec.env, "HARNESS_DELAY_US": str(s.value)})
+    delays = {f"{k}/{c}": round(s.delay_us(t, plan.rule), 4) for (k, c), t in times.items()}
+    path = (plan.out / f"delays-{s.label.replace('%', 'pct')}.json").resolve()
+    write_text(path, json.dumps(delays, indent=1, sort_keys=True) + "\n")
+    return replace(plan.spec, name=name, env={**plan.spec.env, "HARNESS_DELAY_FILE": str(path)})
+
+
+def _injected_pct(s: Slowdown, times: pd.Series, rule: Rule) -> pd.Series:
+    """The slowdown as injected, in % of each case's baseline time."""
+    return pd.Series({key: 100.0 * s.delay_us(t, rule) / t for key, t in times.items()}, dtype=float).rename_axis(
+        ["kernel", "case_id"]
+    )
+
+
+def _meta(plan: Plan, env: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "written_by": "harness calibrate",
+        "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": plan.suite,
+        "env": plan.spec.name,
+        "triton": env.get("triton"),
+        "gpu": env.get("gpu"),
+        "host": env.get("host"),
+        "timing": env.get("timing"),
+        "rule": {"rel": plan.rule.rel, "abs_us": plan.rule.abs_us, "min_golden_us": plan.rule.min_golden_us},
+        "slowdowns": [s.label for s in plan.slowdowns],
+        "repeats": plan.repeats,
+        "reps": plan.opts.reps,
+    }

@@ -1,0 +1,79 @@
+"""`harness calibrate`: the command (registered by harness.cli); the work is calibrate.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.errors import HarnessError
+
+
+def calibrate_command(
+    suite: Annotated[Path, typer.Argument(help="suite YAML (suites/*.yaml)")],
+    env: Annotated[str, typer.Option("--env", help="env spec to calibrate: envs/NAME.yaml or NAME")],
+    out: Annotated[Path, typer.Option("--out", help="new folder (or one calibrate wrote, with --resume)")],
+    slowdown: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--slowdown",
+            help="a slowdown to inject: 2us, 1% of the case's time, or limit (the rule's slack); repeatable "
+            "(default: 2us 8us 1% limit)",
+        ),
+    ] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="interleaved runs of A/A and every slowdown")] = 3,
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
+    filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
+    reps: Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")] = 3,
+    launches: Annotated[int | None, typer.Option(min=1, help="timed launches per rep (default: automatic)")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
+    resume: Annotated[bool, typer.Option("--resume", help="go on with a calibration OUT holds")] = False,
+    record: Annotated[bool, typer.Option("--record", help="add calibration.csv to the history ($HARNESS_DB)")] = False,
+) -> None:
+    """A/A and injected slowdowns per case: the smallest slowdown each case reliably catches and its A/A
+    false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
+    from harness.calibrate.calibrate import OWN, Plan, calibrate
+    from harness.calibrate.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
+    from harness.cli import _check_timeout, _measure, _selected_cases
+    from harness.compare.rule import Rule
+    from harness.inputs.env import check_venv, load_env_spec
+    from harness.outdir import prepare_out_dir
+    from harness.render.terminal import stderr
+    from harness.run.options import RunOptions
+
+    _check_timeout(timeout)
+    try:
+        slowdowns = [parse_slowdown(s) for s in (slowdown or DEFAULT_SLOWDOWNS)]
+    except ValueError as err:
+        raise HarnessError(f"--slowdown {err}") from None
+    if len({s.label for s in slowdowns}) != len(slowdowns):
+        raise HarnessError("--slowdown: the same slowdown given twice")
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out / "calibration.csv"])
+    spec = load_env_spec(env)
+    check_venv(spec)
+    cases = _selected_cases(suite, kernel, filter_, None, None)
+    prepare_out_dir("--out", out, "calibrate", inputs=[suite], own=OWN)
+    if not resume and (out / "runs").exists():
+        raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
+    con = stderr()
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume)
+    plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, Rule(), opts)
+    table = calibrate(
+        plan,
+        measure=lambda runs, cs, o, s: _measure(con, runs, cs, o, s),
+        log=lambda m: con.print(m, markup=False, highlight=False),
+    )
+    if record:
+        from harness.history.record import record as record_files
+
+        record_files([out / "calibration.csv"])
+    bad = table[~table["resolves"]]
+    fp = int((table["aa_flags"] > 0).sum())
+    print(
+        f"{len(table)} cases: {len(table) - len(bad)} resolve the rule's slack, {len(bad)} cannot; "
+        f"{fp} flagged in an A/A repeat; wrote {out / 'calibration.csv'}"
+    )

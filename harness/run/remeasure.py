@@ -1,0 +1,97 @@
+"""Measure again until decided (Chromium Pinpoint's way): after the stability rule, the cases whose verdict a
+referee calls undecided get more reps, interleaved across the envs on the same GPU, until the referee decides
+each or the budget is spent. Pure: the policy and the arithmetic of targets and rows; the runner
+(:mod:`harness.run.runner`) and the interleaving driver (:mod:`harness.run.interleave`) do the measuring.
+
+The run stage does not know the rule: the referee is a callable the caller injects (``harness run`` builds one
+from :mod:`harness.compare.referee`), given a case's results row under each env (golden first), answering
+whether the comparison is decided. Nothing measured is discarded: extra reps are appended to the case's reps
+(and journaled like any other), and a re-measured case's time is the mean of all its reps, the estimator the
+confidence interval is built around (docs/verdicts.md).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the key a run yields when it waits for the referee (case keys are never empty)
+CHECKPOINT = ""
+#: a case's results row under each env of the run (golden first) → decided?
+Referee = Callable[[list[dict[str, Any]]], bool]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much re-measurement a run may spend. ``extra_reps``: at most this many reps per case beyond the
+    stability rule's; ``step``: reps added per pass (even, so each env goes first as often: A B, B A);
+    ``share``: the passes stop once they took this share of the wall time the run had taken before them."""
+
+    extra_reps: int = 12
+    step: int = 2
+    share: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.extra_reps < 0 or self.step < 1 or self.share < 0:
+            raise ValueError(f"a re-measurement budget needs extra_reps >= 0, step >= 1, share >= 0: {self}")
+
+
+@dataclass(frozen=True)
+class Remeasure:
+    """What a run re-measures with: the referee and the budget (a field of RunOptions; None: no re-measuring)."""
+
+    referee: Referee
+    budget: Budget = Budget()
+
+
+def next_targets(
+    undecided: dict[str, int], budget: Budget, spent_s: float, before_s: float
+) -> tuple[dict[str, int], str]:
+    """How many reps each undecided case gets in the next pass, and why re-measuring stops when it does ('' while
+    it goes on). ``undecided``: key → extra reps it has had so far; ``spent_s``: wall time of the passes so far;
+    ``before_s``: the run's wall time before them."""
+    if not undecided:
+        return {}, "decided"
+    if spent_s > budget.share * before_s:
+        return {}, "time"
+    more = {key: min(budget.step, budget.extra_reps - had) for key, had in undecided.items()}
+    more = {key: n for key, n in more.items() if n > 0}
+    return (more, "") if more else ({}, "reps")
+
+
+@dataclass
+class Board:
+    """Where the envs of one interleaved run meet between passes: each env posts its held cases (key → results
+    row, the extra reps it has had, and whether it can take more: a failed extra rep ends a case's re-measuring);
+    the driver posts how many more reps each undecided case gets."""
+
+    envs: int
+    held: list[dict[str, tuple[dict[str, Any], int, bool]]] = field(default_factory=list)
+    more: dict[str, int] = field(default_factory=dict)
+    #: cases the referee decided: their rows no longer change, it is not asked again
+    decided: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.held = [{} for _ in range(self.envs)]
+
+    def undecided(self, referee: Referee) -> dict[str, int]:
+        """Cases held under every env, open under every env, that the referee does not decide → the most extra
+        reps any env has had of them. A case held under some envs only (it failed elsewhere) has nothing to
+        decide."""
+        common = set.intersection(*(set(h) for h in self.held)) if self.held else set()
+        out = {}
+        for key in sorted(common - self.decided):
+            if not all(h[key][2] for h in self.held):
+                continue
+            if referee([h[key][0] for h in self.held]):
+                self.decided.add(key)
+            else:
+                out[key] = max(h[key][1] for h in self.held)
+        return out
+
+
+def pooled_time(reps: list[float]) -> float:
+    """A re-measured case's time: the mean of every rep (never outside them through rounding)."""
+    return min(max(statistics.fmean(reps), min(reps)), max(reps))
