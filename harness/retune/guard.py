@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.compare.rule import Rule, verdict_of
-from harness.report.page import plain
+from harness.render.html import plain
 
 
 def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:

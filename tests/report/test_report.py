@@ -210,7 +210,7 @@ def test_report_navigation_names_every_section(h100_page):
 
 
 def test_plain_numbers():
-    from harness.report.page import plain
+    from harness.render.html import plain
 
     assert [plain(v) for v in (58490.12, 12.3456, 0.5, 0.000123456, -9.53, 16.0, 1234567.0)] == [
         "58,490.1",
