@@ -912,7 +912,7 @@ def suite_show(
 ) -> None:
     """List the cases SUITE expands to, each with the config it would resolve on --arch; runs nothing."""
     from harness.inputs.suite import load_suite, select
-    from harness.inputs.suiteview import lines, view
+    from harness.run.suiteview import lines, view
 
     cases = select(load_suite(suite), kernel, filter)
     for line in lines(view(cases, arch)):
