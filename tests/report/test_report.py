@@ -15,9 +15,9 @@ from harness.report.data import dispatch_table, load_runs, parse_vendor
 from harness.report.peaks import kernel_ceiling, peaks_for
 from harness.report.plots import config_label
 from harness.report.report import write_report
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 
-H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
 SWEEP = ROOT / "reports" / "tuning" / "sweep-sm90.csv"
 
 
