@@ -22,6 +22,8 @@ app = typer.Typer(
     no_args_is_help=False,
     pretty_exceptions_show_locals=False,  # locals may hold credentials
     add_completion=False,
+    # click's plain help, for every command: rich's panels wrap each option's help into a column ~20 wide
+    rich_markup_mode=None,
 )
 
 
@@ -299,24 +301,22 @@ _LaunchGap = Annotated[
     str | None,
     typer.Option(
         "--launch-gap",
-        help="GPU idle before every timed launch (CUPTI): 'auto' (twice the kernel's own time, at most 10 ms: every "
-        "launch starts from the same power state), 0 (back to back) or milliseconds",
+        # why each choice: docs/commands.md (run), where the longer help of every option lives
+        help="GPU idle before each timed launch (CUPTI): 'auto' (twice the kernel's time, <= 10 ms), 0 or ms",
     ),
 ]
 _ShufflePlacement = Annotated[
     bool,
     typer.Option(
         "--shuffle-placement/--no-shuffle-placement",
-        help="a random-sized allocation before every timed launch, so buffers the op allocates per launch land "
-        "somewhere new each time (GPU timing; default on)",
+        help="a random-sized allocation before each timed launch, so the op's own buffers move (GPU timing)",
     ),
 ]
 _MoveInputs = Annotated[
     bool,
     typer.Option(
         "--move-inputs/--no-move-inputs",
-        help="with --shuffle-placement: copy the inputs to a random place before every timed launch, so a rep "
-        "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
+        help="with --shuffle-placement: copy the inputs to a random place before each timed launch",
     ),
 ]
 _WithEnv = Annotated[
@@ -344,8 +344,7 @@ _Artifacts = Annotated[
     bool,
     typer.Option(
         "--artifacts",
-        help="keep each case's compiled kernels (TTIR, TTGIR, LLVM IR, PTX/SASS or AMDGCN, resources) in "
-        "OUT's folder NAME.artifacts/ for `harness explain`",
+        help="keep each case's compiled kernels (IRs, PTX/SASS or AMDGCN) in NAME.artifacts/ for `harness explain`",
     ),
 ]
 _Record = Annotated[
