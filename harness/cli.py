@@ -301,7 +301,7 @@ _LaunchGap = Annotated[
     str | None,
     typer.Option(
         "--launch-gap",
-        # why each choice: docs/commands.md (run), where the longer help of every option lives
+        # the reasons behind each choice: docs/reference.md (`harness run`: the longer help of its options)
         help="GPU idle before each timed launch (CUPTI): 'auto' (twice the kernel's time, <= 10 ms), 0 or ms",
     ),
 ]
