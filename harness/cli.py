@@ -148,7 +148,8 @@ app.add_typer(env_app, name="env")
 def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
     """Create the spec's venv (uv when present, else venv + pip), install its requirements, check its pins and
     record the install; an existing venv is verified and completed, not rebuilt."""
-    from harness.inputs.env import create_env, load_env_spec
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import create_env
     from harness.render.terminal import stderr
 
     py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m, markup=False))
@@ -238,7 +239,8 @@ def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
     the Triton and torch that interpreter really imports (version and path). A spec that cannot run exits 2."""
     import json
 
-    from harness.inputs.env import check_venv, load_env_spec, probe
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv, probe
 
     s = load_env_spec(spec)
     check_venv(s)
@@ -383,7 +385,8 @@ def run(
     record: _Record = False,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
-    from harness.inputs.env import TIMINGS, check_venv, load_env_spec
+    from harness.envs.spec import TIMINGS, load_env_spec
+    from harness.envs.venv import check_venv
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions
     from harness.run.precompile import default_compile_jobs

@@ -16,8 +16,7 @@ from tests.conftest import ROOT
 FLOORS = [
     ["errors"],
     ["fsutil", "outdir", "worker"],
-    ["results", "inputs"],
-    ["envs"],
+    ["results", "inputs", "envs"],
     ["run", "compare"],
     ["render"],
     ["explain", "publish", "history", "retune"],

@@ -31,9 +31,10 @@ from harness.bisect.model import Outcome, Plan, Stack, key_of
 from harness.bisect.search import Measurement, Reading, decide, history, read
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.store import load_compare, locate_results
+from harness.envs.schema import same_version
+from harness.envs.spec import EnvSpec, load_env_spec, release_env
+from harness.envs.venv import check_venv, create_env, probe
 from harness.errors import HarnessError
-from harness.inputs.env import EnvSpec, check_venv, create_env, load_env_spec, probe, release_env
-from harness.inputs.envschema import same_version
 from harness.inputs.suite import Case, load_suite
 from harness.results.cells import number
 from harness.results.load import load_results
@@ -115,7 +116,7 @@ def match_cases(targets: pd.DataFrame, suite: Path) -> list[Case]:
 
 def check_items(versions: list[str], mode: str) -> None:
     """Before anything is read: --mode is one harness knows, and each --versions item a release or a spec file."""
-    from harness.inputs.envschema import MODES, release_version
+    from harness.envs.schema import MODES, release_version
 
     if mode not in MODES:
         raise HarnessError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")

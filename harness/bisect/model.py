@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.bisect.search import Measurement, Reading
 from harness.compare.compare import Comparison
-from harness.inputs.env import EnvSpec
+from harness.envs.spec import EnvSpec
 from harness.inputs.suite import Case
 from harness.run.options import RunOptions
 

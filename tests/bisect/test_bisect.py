@@ -240,7 +240,7 @@ def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, mo
     from harness.bisect.bisect import probe_stacks
     from harness.bisect.model import Stack
     from harness.envs.pack import pack, unpack
-    from harness.inputs.env import load_env_spec, release_env
+    from harness.envs.spec import load_env_spec, release_env
     from tests.envs.wheels import shim_wheel
 
     golden = tmp_path / "g.yaml"

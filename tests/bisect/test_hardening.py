@@ -13,8 +13,8 @@ import pytest
 import harness.bisect.bisect as B
 import harness.bisect.render as R
 from harness.bisect.model import Stack
+from harness.envs.spec import load_env_spec
 from harness.errors import HarnessError
-from harness.inputs.env import load_env_spec
 from harness.outdir import MARKER
 from tests.bisect.known_times import KnownTimes, comparison, const, plan
 
