@@ -25,6 +25,8 @@ app = typer.Typer(
     no_args_is_help=False,
     pretty_exceptions_show_locals=False,  # locals may hold credentials
     add_completion=False,
+    # click's plain help, for every command: rich's panels wrap each option's help into a column ~20 wide
+    rich_markup_mode=None,
 )
 
 
@@ -166,7 +168,8 @@ app.add_typer(env_app, name="env")
 def env_create(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]) -> None:
     """Create the spec's venv (uv when present, else venv + pip), install its requirements, check its pins and
     record the install; an existing venv is verified and completed, not rebuilt."""
-    from harness.inputs.env import create_env, load_env_spec
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import create_env
     from harness.render.terminal import stderr
 
     py = create_env(load_env_spec(spec), log=lambda m: stderr().print(m, markup=False))
@@ -256,7 +259,8 @@ def env_show(spec: Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
     the Triton and torch that interpreter really imports (version and path). A spec that cannot run exits 2."""
     import json
 
-    from harness.inputs.env import check_venv, load_env_spec, probe
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv, probe
 
     s = load_env_spec(spec)
     check_venv(s)
@@ -326,24 +330,22 @@ _LaunchGap = Annotated[
     str | None,
     typer.Option(
         "--launch-gap",
-        help="GPU idle before every timed launch (CUPTI): 'auto' (twice the kernel's own time, at most 10 ms: every "
-        "launch starts from the same power state), 0 (back to back) or milliseconds",
+        # the reasons behind each choice: docs/reference.md (`harness run`: the longer help of its options)
+        help="GPU idle before each timed launch (CUPTI): 'auto' (twice the kernel's time, <= 10 ms), 0 or ms",
     ),
 ]
 _ShufflePlacement = Annotated[
     bool,
     typer.Option(
         "--shuffle-placement/--no-shuffle-placement",
-        help="a random-sized allocation before every timed launch, so buffers the op allocates per launch land "
-        "somewhere new each time (GPU timing; default on)",
+        help="a random-sized allocation before each timed launch, so the op's own buffers move (GPU timing)",
     ),
 ]
 _MoveInputs = Annotated[
     bool,
     typer.Option(
         "--move-inputs/--no-move-inputs",
-        help="with --shuffle-placement: copy the inputs to a random place before every timed launch, so a rep "
-        "samples many placements instead of the one its process got (CUPTI and events timing; default on)",
+        help="with --shuffle-placement: copy the inputs to a random place before each timed launch",
     ),
 ]
 _Remeasure = Annotated[
@@ -390,8 +392,7 @@ _Artifacts = Annotated[
     bool,
     typer.Option(
         "--artifacts",
-        help="keep each case's compiled kernels (TTIR, TTGIR, LLVM IR, PTX/SASS or AMDGCN, resources) in "
-        "OUT's folder NAME.artifacts/ for `harness explain`",
+        help="keep each case's compiled kernels (IRs, PTX/SASS or AMDGCN) in NAME.artifacts/ for `harness explain`",
     ),
 ]
 _Record = Annotated[
@@ -434,7 +435,8 @@ def run(
     config_arch: _ConfigArch = None,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
-    from harness.inputs.env import TIMINGS, check_venv, load_env_spec
+    from harness.envs.spec import TIMINGS, load_env_spec
+    from harness.envs.venv import check_venv
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions
     from harness.run.precompile import default_compile_jobs
@@ -991,7 +993,7 @@ def suite_show(
     """List the cases SUITE expands to, each with the config it would resolve on --arch (a suite's config_arch
     or --config-arch wins); runs nothing."""
     from harness.inputs.suite import as_config_arch, load_suite, select
-    from harness.inputs.suiteview import lines, view
+    from harness.run.suiteview import lines, view
 
     cases = as_config_arch(select(load_suite(suite), kernel, filter), config_arch)
     for line in lines(view(cases, arch)):

@@ -20,21 +20,23 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.bisect import gitrange
+from harness.bisect.model import Outcome, Plan, Stack, key_of
 from harness.bisect.search import Measurement, Reading, decide, history, read
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.referee import rule_referee
 from harness.compare.rule import Rule
 from harness.compare.store import load_compare, locate_results
+from harness.envs.schema import same_version
+from harness.envs.spec import EnvSpec, load_env_spec, release_env
+from harness.envs.venv import check_venv, create_env, probe
 from harness.errors import HarnessError
-from harness.inputs.env import EnvSpec, check_venv, create_env, load_env_spec, probe, release_env
-from harness.inputs.envschema import same_version
 from harness.inputs.suite import Case, load_suite
 from harness.results.cells import number
 from harness.results.load import load_results
@@ -48,57 +50,6 @@ DEFAULT_VERDICTS = ("regression", "failed_in_tot")
 RESERVED = ("golden", "tot")  # the stack keys of golden and TOT
 #: what only a bisection folder holds: a folder with it was written by an older harness bisect (before its marker)
 OWN = ("bisect.json", "bisect.md", "runs", "options.json")
-
-
-@dataclass
-class Stack:
-    """One Triton stack of the bisection. ``spec`` None: TOT's verdicts are the comparison's (not measured)."""
-
-    key: str  # file stem in runs/round-N/
-    role: str  # golden | release | tot
-    spec: EnvSpec | None
-    version: str = ""  # the Triton its worker imports
-    path: str = ""
-    commit: str | None = None
-    asked: str = ""  # the release named on the command line, if any
-
-    @property
-    def label(self) -> str:
-        return {"golden": f"{self.version} (golden)", "tot": f"{self.version} (TOT)"}.get(self.role, self.version)
-
-
-@dataclass
-class Plan:
-    compare_csv: Path
-    cmp: Comparison
-    targets: pd.DataFrame  # the comparison's rows of the cases bisected, worst first
-    cases: list[Case]
-    suite: Path
-    stacks: list[Stack]
-    out: Path
-    opts: RunOptions
-    remeasure: int = 2
-
-    @property
-    def measured(self) -> list[Stack]:
-        return [s for s in self.stacks if s.spec is not None]
-
-
-@dataclass
-class Outcome:
-    """Everything measured and decided: readings[(case key, stack key)] oldest first, states, histories."""
-
-    plan: Plan
-    readings: dict[tuple[str, str], list[Reading]] = field(default_factory=dict)
-    measurements: dict[tuple[str, str], list[tuple[int, Measurement]]] = field(default_factory=dict)
-    states: dict[tuple[str, str], str] = field(default_factory=dict)
-    histories: dict[str, Any] = field(default_factory=dict)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-
-
-def key_of(kernel: str, case_id: str) -> str:
-    return f"{kernel}/{case_id}"
 
 
 # -------------------------------------------------------------------------------------------------- plan
@@ -168,7 +119,7 @@ def match_cases(targets: pd.DataFrame, suite: Path) -> list[Case]:
 
 def check_items(versions: list[str], mode: str) -> None:
     """Before anything is read: --mode is one harness knows, and each --versions item a release or a spec file."""
-    from harness.inputs.envschema import MODES, release_version
+    from harness.envs.schema import MODES, release_version
 
     if mode not in MODES:
         raise HarnessError(f"--mode: expected one of {', '.join(MODES)}, got {mode!r}")
@@ -578,19 +529,6 @@ def _backend(results: Path) -> str:
         return str(json.loads(sidecar_path(results).read_text()).get("backend") or "")
     except (OSError, ValueError, AttributeError):
         return ""
-
-
-def sidecar_gpu(plan: Plan) -> str:
-    """The GPU (and host) round 1 ran on, from golden's sidecar."""
-    import json
-
-    p = sidecar_path(plan.out / "runs" / "round-1" / "golden.csv")
-    try:
-        meta = json.loads(p.read_text())
-    except (OSError, ValueError):
-        return ""
-    gpu = (meta.get("gpu") or {}).get("name") or meta.get("backend") or ""
-    return f"{gpu} ({meta.get('host', '')})".strip()
 
 
 def bisect(

@@ -12,15 +12,29 @@ from typing import Any
 
 import pandas as pd
 
-from harness.bisect.bisect import Outcome, Plan, sidecar_gpu
+from harness.bisect.model import Outcome, Plan
 from harness.bisect.search import STATES, Measurement, Reading, lean
 from harness.compare.store import write_csv
 from harness.fsutil import write_bytes, write_text
 from harness.render.mdtable import md_table
 from harness.results.cells import number
+from harness.results.schema import sidecar_path
 
 MARK = {"good": "✓", "bad": "✗", "noisy": "~", "failed": "!", "skipped": "–"}
 COLORS = {"good": "#2ca02c", "bad": "#d62728", "noisy": "#ff7f0e", "failed": "#8c1c13", "skipped": "#aec7e8"}
+
+
+def sidecar_gpu(plan: Plan) -> str:
+    """The GPU (and host) round 1 ran on, from golden's sidecar."""
+    import json
+
+    p = sidecar_path(plan.out / "runs" / "round-1" / "golden.csv")
+    try:
+        meta = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return ""
+    gpu = (meta.get("gpu") or {}).get("name") or meta.get("backend") or ""
+    return f"{gpu} ({meta.get('host', '')})".strip()
 
 
 def delta_pct(m: Measurement) -> float | None:
@@ -341,4 +355,4 @@ def can_plot() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-__all__ = ["markdown", "plot", "culprits_frame", "series_frame", "write_outputs", "Plan"]
+__all__ = ["markdown", "plot", "culprits_frame", "series_frame", "write_outputs"]

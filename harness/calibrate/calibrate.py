@@ -23,8 +23,8 @@ import pandas as pd
 from harness.calibrate.resolution import Slowdown, judge_pair, summarize
 from harness.compare.calibration import write_calibration
 from harness.compare.rule import Rule
+from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES

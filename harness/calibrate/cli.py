@@ -37,7 +37,8 @@ def calibrate_command(
     from harness.calibrate.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
     from harness.cli import _check_timeout, _measure, _selected_cases
     from harness.compare.rule import Rule
-    from harness.inputs.env import check_venv, load_env_spec
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv
     from harness.outdir import prepare_out_dir
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions

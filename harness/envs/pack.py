@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.envs import bundle as B
+from harness.envs.schema import OVERLAY_ROOT, release_version, same_version
+from harness.envs.venv import OVERLAY_MARKER, read_record
 from harness.errors import HarnessError
 from harness.fsutil import write_text
-from harness.inputs.env import OVERLAY_MARKER, read_record
-from harness.inputs.envschema import OVERLAY_ROOT, release_version, same_version
 from harness.outdir import refuse_overlap
 
 Progress = Callable[[str, int, int], None]  # (what, done bytes, total bytes)

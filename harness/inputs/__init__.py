@@ -1,2 +1,3 @@
 """What a run is asked to measure: suites (suite.py) of cases of kernels (kernel.py reads each kernel's SPEC
-without importing it) under environments (env.py, envschema.py). Everything here is checked before anything runs."""
+without importing it). Everything here is checked before anything runs. The environments a suite runs under have
+their own package: harness/envs/."""

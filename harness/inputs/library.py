@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.envs.schema import expand
 from harness.errors import HarnessError, unknown_key
-from harness.inputs.envschema import expand
 
 LIBRARY_KEYS = ("path", "package", "init", "configs")
 _PACKAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

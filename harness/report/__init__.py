@@ -1,2 +1,3 @@
 """`harness report`: results and a comparison → one self-contained HTML page (report.py), from checked data
-(data.py), figures (plots.py), ceilings (peaks.py) and HTML helpers (page.py)."""
+(data.py), figures (plots.py) and ceilings (peaks.py); the HTML helpers it shares with retune are in
+harness/render/html.py."""

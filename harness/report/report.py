@@ -32,9 +32,9 @@ from harness.errors import HarnessError
 from harness.fsutil import write_bytes, write_text
 from harness.outdir import prepare_out_dir
 from harness.render.envinfo import get
+from harness.render.html import CSS, JS, env_table, html_table, img
 from harness.report import history_plots, plots
 from harness.report.data import Run, dispatch_table, load_runs, params_frame, parse_vendor, vendor_table
-from harness.report.page import CSS, JS, env_table, html_table, img
 from harness.report.peaks import load_ceilings, peaks_for
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.compare.referee import pair_decided
 from harness.compare.rule import Rule, verdict_of
-from harness.report.page import plain
+from harness.render.html import plain
 
 
 def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:

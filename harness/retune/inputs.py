@@ -17,8 +17,9 @@ from typing import Any
 import yaml
 
 from harness.compare.compare import Comparison
+from harness.envs.spec import load_env_spec
+from harness.envs.venv import check_venv
 from harness.errors import HarnessError
-from harness.inputs.env import check_venv, load_env_spec
 from harness.inputs.kernel import Kernel, load_kernel, registry
 from harness.inputs.suite import Case, config_files
 from harness.results.cells import number

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.results.cells import number
 from harness.results.load import load_results

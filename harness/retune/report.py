@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from harness.fsutil import write_text
+from harness.render.html import CSS, JS, html_table, plain
 from harness.render.mdtable import md_table
-from harness.report.page import CSS, JS, html_table, plain
 
 AFTER_NOTE = (
     "left: the guard's measurements for the cases whose config changed (TOT with the new config against golden "

@@ -755,7 +755,8 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
     inputs = [opts.compare, meta_path(opts.compare), config_dir(), *opts.hints]
     prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN, create=False)
     load_compare(opts.compare)  # a bad comparison or env spec is refused before OUT is made
-    from harness.inputs.env import check_venv, load_env_spec
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv
 
     for name in (opts.tot_env, opts.golden_env):
         check_venv(load_env_spec(name))

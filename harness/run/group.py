@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.inputs.env import EnvSpec
+from harness.envs.spec import EnvSpec
 from harness.run.groupcheck import halves_pct
 from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout
 from harness.worker.group import NO_MULTICAST

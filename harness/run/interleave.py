@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.run.options import RunOptions
 from harness.run.remeasure import CHECKPOINT, Board, Remeasure, next_targets

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.run.group import inherited_gpus
 from harness.run.interleave import run_interleaved

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.inputs.env import EnvSpec
+from harness.envs.spec import EnvSpec
 from harness.results.schema import sidecar_path
 from harness.run import stability
 from harness.run.locks import resume_conflict

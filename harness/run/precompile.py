@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from harness.inputs.env import EnvSpec
+from harness.envs.spec import EnvSpec
 from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout
 
 

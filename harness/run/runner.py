@@ -16,9 +16,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.fsutil import check_writable
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path

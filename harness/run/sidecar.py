@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
-from harness.inputs.env import EnvSpec
 from harness.inputs.suite import Case, search_folders
 from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
 from harness.run.gpu_state import gpu_state

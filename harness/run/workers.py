@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.inputs.env import EnvSpec
 
 #: the worker, run by path with each env's interpreter
 WORKER = Path(__file__).resolve().parent.parent / "worker" / "main.py"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.bisect.bisect import Plan, Stack, match_cases, select_targets
+from harness.bisect.bisect import match_cases, select_targets
+from harness.bisect.model import Plan, Stack
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare, write_compare
-from harness.inputs.env import load_env_spec
+from harness.envs.spec import load_env_spec
 from harness.run import stability
 from harness.run.options import RunOptions
 from tests.conftest import DATA

@@ -237,9 +237,10 @@ def test_bisect_four_stacks_on_the_cpu(tmp_path):
 def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, monkeypatch):
     """The probe: an overlay whose folder lost its triton package falls back to site-packages' Triton; two envs
     importing one Triton would compare a stack with itself."""
-    from harness.bisect.bisect import Stack, probe_stacks
+    from harness.bisect.bisect import probe_stacks
+    from harness.bisect.model import Stack
     from harness.envs.pack import pack, unpack
-    from harness.inputs.env import load_env_spec, release_env
+    from harness.envs.spec import load_env_spec, release_env
     from tests.envs.wheels import shim_wheel
 
     golden = tmp_path / "g.yaml"

@@ -12,8 +12,9 @@ import pytest
 
 import harness.bisect.bisect as B
 import harness.bisect.render as R
+from harness.bisect.model import Stack
+from harness.envs.spec import load_env_spec
 from harness.errors import HarnessError
-from harness.inputs.env import load_env_spec
 from harness.outdir import MARKER
 from tests.bisect.known_times import KnownTimes, comparison, const, plan
 
@@ -31,12 +32,12 @@ def known() -> KnownTimes:
     return KnownTimes({k: const(*v) for k, v in TIMES.items()})
 
 
-def stacks(*versions: str) -> list[B.Stack]:
+def stacks(*versions: str) -> list[Stack]:
     """golden, the releases and TOT with these Triton versions (the first and last: golden and TOT)."""
     env = None
-    out = [B.Stack("golden", "golden", env, versions[0])]
-    out += [B.Stack(v, "release", env, v, asked=v) for v in versions[1:-1]]
-    return [*out, B.Stack("tot", "tot", env, versions[-1])]
+    out = [Stack("golden", "golden", env, versions[0])]
+    out += [Stack(v, "release", env, v, asked=v) for v in versions[1:-1]]
+    return [*out, Stack("tot", "tot", env, versions[-1])]
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ import pytest
 from harness.cli import main
 from harness.envs import bundle as B
 from harness.envs.pack import pack, read_bundle, unpack
+from harness.envs.spec import load_env_spec
+from harness.envs.venv import OVERLAY_MARKER, check_venv, probe
 from harness.errors import HarnessError
-from harness.inputs.env import OVERLAY_MARKER, check_venv, load_env_spec, probe
 from tests.conftest import ROOT
 from tests.envs.wheels import synthetic_wheel
 

@@ -16,7 +16,7 @@ from harness.history.store import History
 from tests.conftest import DATA, ROOT
 from tests.history.files import nightlies
 
-H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
 
 
 def cli(capsys, *args: object) -> tuple[int, str, str]:

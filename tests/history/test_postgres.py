@@ -12,7 +12,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.history.store import History
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 from tests.history import test_store as checks
 from tests.history.conftest import PASSWORD, USER, _free_port
 
@@ -66,7 +66,7 @@ def test_failures_are_one_line_without_credentials(postgres, case):
     message = str(err.value)
     assert want in message and "\n" not in message
     assert PASSWORD not in message and USER not in message and message.startswith("postgresql://***@127.0.0.1:")
-    for args in (["list"], ["add", str(ROOT / "reports" / "h200-triton-3.6.0-vs-3.9.0" / "golden.csv")]):
+    for args in (["list"], ["add", str(DATA / "h200-triton-3.6.0-vs-3.9.0" / "golden.csv")]):
         res = _cli(*args, db=db)
         assert res.returncode == 2 and res.stdout == ""
         assert res.stderr.count("\n") == 1 and res.stderr.startswith("harness: error: postgresql://***@127.0.0.1:")
@@ -75,7 +75,7 @@ def test_failures_are_one_line_without_credentials(postgres, case):
 
 def test_the_cli_over_postgres(postgres):
     db = postgres.new_database()
-    h100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+    h100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
     res = _cli("add", "--tag", "nightly", str(h100 / "compare.csv"), db=db)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1].startswith("comparison 1 added: ")

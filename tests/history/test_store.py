@@ -17,10 +17,10 @@ from sqlalchemy import create_engine, func, select, text
 from harness.errors import HarnessError
 from harness.history.schema import HEAD, annotations, comparisons, metadata, results, runs, verdicts
 from harness.history.store import History
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 from tests.history.files import compare_file, results_file
 
-H200 = ROOT / "reports" / "h200-triton-3.6.0-vs-3.9.0"
+H200 = DATA / "h200-triton-3.6.0-vs-3.9.0"
 CASES = {("gemm", "M16_N512"): 10.0, ("gemm", "M1024_N512"): 50.0, ("rmsnorm", "M16_N512"): 5.0}
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.inputs.suite import as_config_arch, load_suite
-from harness.inputs.suiteview import lines, view
 from harness.run.cases import worker_case
+from harness.run.suiteview import lines, view
 from harness.worker.cases import resolve_config
 from harness.worker.errors import error_text
 from kernels import _config

@@ -12,7 +12,7 @@ from rich.console import Console
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare
 from harness.render.terminal import case_lines, failed_row_lines, kernel_keys, print_comparison
-from tests.conftest import HEADER, ROOT
+from tests.conftest import DATA, HEADER
 
 LONG = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
 GOLDEN = (
@@ -109,7 +109,7 @@ def test_a_case_id_wider_than_its_column_wraps_instead_of_being_cut(write):
 
 
 def test_the_committed_h100_comparison_fits_80_columns():
-    path = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0" / "compare.csv"
+    path = DATA / "h100-triton-3.6.0-vs-3.9.0" / "compare.csv"
     out = render(load_compare(path), worst=30)
     assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80
     for name in pd.read_csv(path)["kernel"].unique():

@@ -9,13 +9,13 @@ import shutil
 import pytest
 
 from harness.report.report import write_report
-from tests.conftest import ROOT
+from tests.conftest import DATA
 from tests.history.files import nightlies
 from tests.report.test_report import _check_page, browser  # noqa: F401 - the browser fixture
 
 pytestmark = pytest.mark.slow  # a real browser, a history of seven nights
 
-H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
 
 
 @pytest.fixture(scope="module")

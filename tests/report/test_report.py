@@ -15,9 +15,9 @@ from harness.report.data import dispatch_table, load_runs, parse_vendor
 from harness.report.peaks import kernel_ceiling, peaks_for
 from harness.report.plots import config_label
 from harness.report.report import write_report
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 
-H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
+H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
 SWEEP = ROOT / "reports" / "tuning" / "sweep-sm90.csv"
 
 
@@ -210,7 +210,7 @@ def test_report_navigation_names_every_section(h100_page):
 
 
 def test_plain_numbers():
-    from harness.report.page import plain
+    from harness.render.html import plain
 
     assert [plain(v) for v in (58490.12, 12.3456, 0.5, 0.000123456, -9.53, 16.0, 1234567.0)] == [
         "58,490.1",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.inputs.env import load_env_spec
+from harness.envs.spec import load_env_spec
 from harness.inputs.kernel import load_kernel
 from harness.inputs.suite import Case
 from harness.retune.cache import Cache

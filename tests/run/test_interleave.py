@@ -23,7 +23,7 @@ def harness(*args, timeout=300) -> subprocess.CompletedProcess:
 def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
     """--with-env: after each env's prepare phase, every (round, case) is timed under both envs back to back,
     the order reversed each round; each env still writes its own complete results file."""
-    from harness.inputs.env import load_env_spec
+    from harness.envs.spec import load_env_spec
     from harness.inputs.suite import load_suite
     from harness.run.interleave import run_interleaved
     from harness.run.options import RunOptions

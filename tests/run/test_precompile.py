@@ -10,7 +10,7 @@ from tests.conftest import DATA
 def test_precompile_shards_cases_over_workers_and_survives_crashes(tmp_path, monkeypatch):
     """The parallel compile pass: every case goes to one of N workers (compile only, nothing kept); a kernel that
     kills its worker costs that worker, not the pass. (Here under the interpreter; on a GPU it fills the cache.)"""
-    from harness.inputs.env import load_env_spec
+    from harness.envs.spec import load_env_spec
     from harness.inputs.suite import load_suite
     from harness.run.cases import worker_case
     from harness.run.precompile import precompile

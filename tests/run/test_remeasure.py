@@ -66,7 +66,7 @@ class Referee:
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
-    from harness.inputs.env import load_env_spec
+    from harness.envs.spec import load_env_spec
     from harness.inputs.suite import load_suite
     from harness.run.workers import WorkerProc
 

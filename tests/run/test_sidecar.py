@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.inputs.env import load_env_spec
+from harness.envs.spec import load_env_spec
 from harness.inputs.suite import load_suite
 from harness.results.schema import SCHEMA_VERSION, sidecar_path
 from harness.run.options import RunOptions, run_options

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.inputs.env import load_env_spec
+from harness.envs.spec import load_env_spec
 from harness.inputs.kernel import load_kernel
 from harness.inputs.suite import Case
 from harness.run.cases import worker_case

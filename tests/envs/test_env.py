@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
+from harness.envs.schema import TOP_KEYS, VENV_KEYS, expand, pins
+from harness.envs.spec import EnvSpec, load_env_spec
+from harness.envs.venv import MARKER, check_venv, create_env
 from harness.errors import HarnessError
-from harness.inputs.env import MARKER, EnvSpec, check_venv, create_env, load_env_spec
-from harness.inputs.envschema import TOP_KEYS, VENV_KEYS, expand, pins
 from tests.conftest import DATA, ROOT
 
 
@@ -271,7 +272,7 @@ def test_a_failed_install_leaves_no_record(tmp_path):
 def test_env_create_again_keeps_the_record_while_it_verifies(tmp_path, monkeypatch):
     """`harness env create` on a completed venv (scripts/demo.sh does it while other tests run in the venv)
     leaves the venv usable throughout: the record of the same requirements is never missing."""
-    import harness.inputs.env as env_mod
+    import harness.envs.venv as env_mod
 
     make_venv(tmp_path / "venv")
     spec = venv_spec(tmp_path, [f"pyyaml=={yaml_version()}"])
@@ -291,7 +292,7 @@ def test_a_pin_that_is_not_installed_is_refused_by_create(tmp_path):
     spec = venv_spec(tmp_path, ["harness-no-such-dist==1.0"])
     spec.venv["requirements"] = []  # nothing to install: only the check of the pins below
     with pytest.raises(HarnessError, match="harness-no-such-dist is not installed but the spec pins"):
-        from harness.inputs.env import _check_pins
+        from harness.envs.venv import _check_pins
 
         _check_pins(spec, ["harness-no-such-dist==1.0"])
 
@@ -375,7 +376,7 @@ def test_fuzz_the_loader_never_raises_anything_but_a_one_line_error(tmp_path, do
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.one_of(st.text(max_size=60), documents.map(yaml.safe_dump)))
 def test_fuzz_env_show_exits_2_with_one_line_or_shows(tmp_path, capsys, monkeypatch, text):
-    from harness.inputs import env as envspec
+    from harness.envs import venv as envspec
 
     # the interpreter probe itself is tested above; here only what the spec's text can do to the CLI
     monkeypatch.setattr(envspec, "probe", lambda spec: {"version": "3", "triton": {}, "torch": {}})
@@ -441,7 +442,7 @@ def test_release_spec_mistakes_are_one_line(tmp_path, text, message):
 
 
 def test_release_env_is_golden_with_another_triton(tmp_path, monkeypatch):
-    from harness.inputs.env import release_env
+    from harness.envs.spec import release_env
 
     monkeypatch.delenv("HARNESS_TRITON_DIR", raising=False)
     golden = load(tmp_path, "name: g\npython: /usr/bin/python3\nenv: {TRITON_X: '1'}\ntiming: events\n")

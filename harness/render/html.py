@@ -1,4 +1,6 @@
-"""The HTML of the report: plain numbers, sortable tables, embedded images. Pure: values in, text out."""
+"""HTML pieces every HTML page shares (the report, the retune's page): plain numbers, sortable tables, embedded
+images, the environments side by side. Pure: values in, text out. Kept here, below its users, so no stage
+imports another stage for its styling."""
 
 from __future__ import annotations
 

@@ -1,0 +1,116 @@
+"""The packages of harness import downhill: each floor may import the floors below it, never a floor above (an
+arrow back up) nor a package beside it on its own floor, and no two modules import each other, directly or round
+a loop (a circle). Every import statement counts, those inside functions and under TYPE_CHECKING too: a lazy
+import is still a dependency, only a later one. A new package must be given its floor here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+#: lowest first. worker is standalone (tests/worker/test_imports.py: it imports no other harness package), so it
+#: sits low; report is an aggregator above the stages whose outputs it shows (history, retune); cli and
+#: __main__ are the top.
+FLOORS = [
+    ["errors"],
+    ["fsutil", "outdir", "worker"],
+    ["results", "inputs", "envs"],
+    ["run", "compare"],
+    ["render"],
+    ["explain", "publish", "history", "retune"],
+    ["bisect", "report", "calibrate"],
+    ["cli"],
+    ["__main__"],
+]
+PACKAGE = ROOT / "harness"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(path: Path, known: dict[str, Path]) -> set[str]:
+    """The harness modules a file imports: ``from harness.x import y`` names module harness.x.y when y is one,
+    else harness.x; relative imports are resolved against the file's package."""
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
+    return {m for m in found if m in known}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imported(path, known) - {name} for name, path in known.items()}
+
+
+def floor_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    for i, names in enumerate(FLOORS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module}: package {top} has no floor in tests/test_layers.py FLOORS")
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_package_has_a_floor():
+    tops = {m.split(".")[1] for m in modules() if m.count(".")} - {"__init__"}
+    floored = {name for names in FLOORS for name in names}
+    assert tops <= floored, f"give these a floor in FLOORS: {sorted(tops - floored)}"
+
+
+def test_imports_run_downhill():
+    """An import between packages goes to a lower floor: never up, never sideways."""
+    wrong = []
+    for src, targets in graph().items():
+        for dst in sorted(targets):
+            same_package = src.split(".")[:2] == dst.split(".")[:2]
+            if dst != "harness" and not same_package and floor_of(dst) >= floor_of(src):
+                wrong.append(f"{src} → {dst}")
+    assert not wrong, "imports up or sideways:\n" + "\n".join(wrong)
+
+
+def test_no_module_imports_itself_round_a_loop():
+    assert not cycles(graph()), f"import circles: {cycles(graph())}"
