@@ -23,8 +23,9 @@ FLAGS = ("regression", "improvement")
 def _kind(row: pd.Series) -> str:
     if row["kernel"] != "gemm_all_scatter":
         return row["kernel"]
-    cfg = str(row.get("golden_config") or row.get("config") or "")
-    return "gemm_all_scatter (GEMM only)" if '"SCATTER": "none"' in cfg else "gemm_all_scatter"
+    cfg = row.get("golden_config") if isinstance(row.get("golden_config"), str) else row.get("config")
+    scatter = json.loads(cfg).get("SCATTER") if isinstance(cfg, str) and cfg.startswith("{") else None
+    return "gemm_all_scatter (GEMM only)" if scatter == "none" else "gemm_all_scatter"
 
 
 def _world(params: str) -> int:
