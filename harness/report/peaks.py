@@ -54,7 +54,7 @@ def kernel_ceiling(peak: str, peaks: dict[str, float]) -> tuple[str, float | Non
 
 
 #: what a --ceilings file may set: the datasheet keys, and the measured all-to-all NVLink egress of one GPU
-#: (GB/s, one direction: benchmarks/nvlink_bandwidth.py writes it)
+#: (GB/s, one direction: lab/nvlink_bandwidth.py writes it)
 CEILING_KEYS = sorted({k for peaks in GPU_PEAKS.values() for k in peaks} | {"nvlink_gbs"})
 
 

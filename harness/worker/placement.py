@@ -19,7 +19,7 @@ def shuffled(launch, empty, rng: random.Random):  # noqa: ANN001, ANN201 - zero-
     buffers the op allocates per launch (outputs, workspaces, a quantized copy of X) land at a different place
     each time. Where such a buffer lands can set a kernel's speed: on an H100 the fp8 prequant GEMM's quantized
     X at some addresses made it 3 % slower, for as long as the allocator kept handing out that block
-    (benchmarks/gpu_validation/placement.py). Shuffled, a rep's median is the time at a typical placement
+    (lab/gpu_validation/placement.py). Shuffled, a rep's median is the time at a typical placement
     instead of whichever block this rep happened to get (compare Stabilizer's layout randomization)."""
 
     def op():  # noqa: ANN202

@@ -19,12 +19,12 @@ MARKER_NAME = "_harness_marker"
 #: auto launch count: about this much kernel time per rep, at least this many launches. Power-bound ms-long
 #: kernels wander by a few % from launch to launch on Hopper; 5 launches a rep let that through to the verdicts.
 #: With the inputs moved before every launch, each launch is one more placement sampled: 30 keep an H100's rep
-#: medians of ms-long GEMMs within about 0.15 % (benchmarks/gpu_validation/launch_trace.py).
+#: medians of ms-long GEMMs within about 0.15 % (lab/gpu_validation/launch_trace.py).
 AUTO_REP_US = 40_000
 AUTO_MIN_LAUNCHES = 30
 #: --launch-gap auto: the GPU idles AUTO_GAP_FACTOR x the kernel's time, at most AUTO_GAP_MAX_US, before each
 #: timed launch. On an H100 a 5.7 ms bf16 GEMM read 5850-6090 us between rounds with 1 ms of idle (the power
-#: limiter had not let go) and 5576-5579 us with 10 ms (benchmarks/gpu_validation/power_trace.py, 2026-11-22)
+#: limiter had not let go) and 5576-5579 us with 10 ms (lab/gpu_validation/power_trace.py, 2026-11-22)
 AUTO_GAP_FACTOR = 2.0
 AUTO_GAP_MAX_US = 10_000.0
 Op = Callable[[], Any]

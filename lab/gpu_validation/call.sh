@@ -2,7 +2,7 @@
 # One device call of a session that brings Triton releases in parts (`harness env pack`: four parts of <= 32 MiB,
 # each carried by its own call, since a call uploads at most 64 MiB with the repository) and measures meanwhile.
 #
-#   benchmarks/gpu_validation/call.sh [VERSION/PART] [STEP...]     e.g.  call.sh 3.8.0/p1 retune
+#   lab/gpu_validation/call.sh [VERSION/PART] [STEP...]     e.g.  call.sh 3.8.0/p1 retune
 #
 # VERSION/PART: the carried folder .stage/VERSION/PART, gathered into STAGE/VERSION/ on the node; once every part
 # of a release is there it is unpacked (TOT_VERSION into HARNESS_TOT_TRITON, the others into
@@ -30,7 +30,7 @@ fi
 for step in "$@"; do
   if [ -f "$RESULTS/done/$step" ]; then echo "call.sh: $step already done"; continue; fi
   rc=0
-  bash benchmarks/gpu_validation/run.sh "$step" || rc=$?
+  bash lab/gpu_validation/run.sh "$step" || rc=$?
   # a step is done when it was not cut: DEADLINE not reached (run.sh's steps stop clean and resume)
   if [ $rc = 0 ] && { [ -z "${DEADLINE:-}" ] || [ "$(date +%s)" -lt "$((DEADLINE - 5))" ]; }; then
     touch "$RESULTS/done/$step"

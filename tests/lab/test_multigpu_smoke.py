@@ -1,4 +1,4 @@
-"""benchmarks/gpu_validation/multigpu_smoke.py run for real on the CPU: two ranks over gloo (torch.distributed.run),
+"""lab/gpu_validation/multigpu_smoke.py run for real on the CPU: two ranks over gloo (torch.distributed.run),
 the Triton interpreter, a suite of W = 2 cases. The baselines run (their all-gather crosses the ranks) and pass;
 the fused kernel, which needs GPUs with peer memory, is listed as skipped; the script refuses to start with NVLink
 multicast left on."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "gpu_validation" / "multigpu_smoke.py"
+SCRIPT = ROOT / "lab" / "gpu_validation" / "multigpu_smoke.py"
 OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 pytestmark = pytest.mark.slow  # two CPU ranks, each a torch process
 

@@ -13,7 +13,7 @@ It applies the compare rule to four pairs of every case:
 retune did not change and that flips verdict between the two runs is run-to-run noise; the table marks which
 cases' configs changed.
 
-    python benchmarks/gpu_validation/retune_proof.py AFTER_DIR (--before BEFORE_DIR | --retune RETUNE_JSON)
+    python lab/gpu_validation/retune_proof.py AFTER_DIR (--before BEFORE_DIR | --retune RETUNE_JSON)
         [--markdown FILE]
 
 (each DIR holding golden.csv and tot.csv). Without a BEFORE run on the same GPU, ``--retune`` takes golden's and

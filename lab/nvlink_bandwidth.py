@@ -1,6 +1,6 @@
 """NVLink bandwidth between every pair of this machine's GPUs, written as a ceiling the report can take.
 
-    python benchmarks/nvlink_bandwidth.py [--mib 256] [--reps 10] [--out nvlink.yaml] [--no-stores]
+    python lab/nvlink_bandwidth.py [--mib 256] [--reps 10] [--out nvlink.yaml] [--no-stores]
 
 All transfers are point-to-point from one process (no NCCL, no multicast, no symmetric memory):
 
@@ -134,7 +134,7 @@ def egress_figures(n_gpus: int, nbytes: int, reps: int) -> list[float]:
 def ceilings_yaml(pairs: dict[str, dict[str, Any]], egress: list[float], gpu: str, mib: int) -> str:
     """The YAML the report takes: nvlink_gbs (the slowest GPU's egress to all peers at once), the rest comments."""
     lines = [
-        f"# NVLink bandwidth measured by benchmarks/nvlink_bandwidth.py: {len(egress)} x {gpu}, {mib} MiB transfers",
+        f"# NVLink bandwidth measured by lab/nvlink_bandwidth.py: {len(egress)} x {gpu}, {mib} MiB transfers",
         "# GB/s = 1e9 bytes a second, one direction. egress: a GPU copying to all its peers at once (per GPU):",
         "#   " + ", ".join(f"GPU {d}: {g:.1f}" for d, g in enumerate(egress)),
         "# each ordered pair alone: copy (copy engine) / store (SM stores from a Triton kernel)",

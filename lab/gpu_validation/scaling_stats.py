@@ -3,7 +3,7 @@ fused GEMM + all-scatter's time against its GEMM-only twin (config SCATTER none:
 no barriers), strong scaling (one problem on 1 and 2 GPUs), weak scaling (N doubled with W), and the comm share
 at W = 2 ((fused - GEMM only) / fused).
 
-    python benchmarks/gpu_validation/scaling_stats.py W1.csv W2.csv [--md OUT.md]
+    python lab/gpu_validation/scaling_stats.py W1.csv W2.csv [--md OUT.md]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ allocation shim, inputs moved before every launch), with the addresses each laun
 slow? In a few launches (placement: the slow ones share an address) or in all of them for a while (a GPU state
 that outlasts a rep)?
 
-    python benchmarks/gpu_validation/launch_trace.py --filter 'prequant.*/B16_M256_N8192' --reps 40 --out t.json
+    python lab/gpu_validation/launch_trace.py --filter 'prequant.*/B16_M256_N8192' --reps 40 --out t.json
 """
 
 from __future__ import annotations

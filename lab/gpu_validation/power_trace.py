@@ -1,7 +1,7 @@
 """What the SM clock does while the harness times a power-bound kernel: NVML read every ~0.25 ms next to the CUPTI
 time of every launch, for a few cases and four ways of spacing the launches.
 
-    python benchmarks/gpu_validation/power_trace.py --filter 'bf16/B16_M2048|prequant.*/B16_M256_' --out trace.json
+    python lab/gpu_validation/power_trace.py --filter 'bf16/B16_M2048|prequant.*/B16_M256_' --out trace.json
 
 Modes: ``b2b`` (launches back to back after the L2 flush), ``1ms`` (the GPU idle for the kernel's own time, at
 most 1 ms, before each launch: the harness's ``--launch-gap auto`` until 2026-11-22 08:10 UTC), ``auto`` (twice the

@@ -2,7 +2,7 @@
 (golden vs TOT, and golden vs golden: the A/A), the median |Δ|, the ranks' skew, and the cases the guard made
 unstable, with their reasons.
 
-    python benchmarks/gpu_validation/multigpu_stats.py DIR [--aa compare-aa.csv] [--vs compare.csv]
+    python lab/gpu_validation/multigpu_stats.py DIR [--aa compare-aa.csv] [--vs compare.csv]
 
 DIR holds golden.csv (and golden-aa.csv / tot.csv) with their compare CSVs, as run.sh's multigpu steps write them.
 """

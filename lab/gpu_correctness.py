@@ -4,7 +4,7 @@ scalings, the fused MXFP4 op), prepared exactly as `harness run` prepares a case
 lookup, poisoned output, first launch, relative Frobenius error against the reference). Prints one line per case
 and exits 1 if any case fails.
 
-    python benchmarks/gpu_correctness.py [--suite suites/correctness.yaml] [--filter REGEX] [--out FILE]
+    python lab/gpu_correctness.py [--suite suites/correctness.yaml] [--filter REGEX] [--out FILE]
 """
 
 from __future__ import annotations

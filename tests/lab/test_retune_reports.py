@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-GPU = ROOT / "benchmarks" / "gpu_validation"
+GPU = ROOT / "lab" / "gpu_validation"
 RUNS = ROOT / "reports" / "h100-retune"
 
 

@@ -3,7 +3,7 @@ with QUANT_PASS (X quantized into a fresh fp8 buffer + scales every launch, then
 reps are bimodal (e.g. 654 / 674 µs): each rep is timed after a random-sized allocation has shifted the caching
 allocator, and the addresses of the per-launch buffers are recorded next to the GEMM's time.
 
-    python benchmarks/gpu_validation/placement.py --filter 'prequant.*/B16_M256_N8192' --reps 24 --out placement.json
+    python lab/gpu_validation/placement.py --filter 'prequant.*/B16_M256_N8192' --reps 24 --out placement.json
 """
 
 from __future__ import annotations

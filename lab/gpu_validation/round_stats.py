@@ -2,7 +2,7 @@
 first rep as the journals hold it, per kernel and world size — A/A flags, golden-vs-TOT verdicts, rank skew and the
 A/A self-check (harness/run/groupcheck.py).
 
-    python benchmarks/gpu_validation/round_stats.py DIR    # DIR/{golden,tot,golden-aa}.journal.jsonl[.gz]
+    python lab/gpu_validation/round_stats.py DIR    # DIR/{golden,tot,golden-aa}.journal.jsonl[.gz]
 
 One rep is not the harness's verdict (it takes 3 to 5 and the stability rule): read these as the noise of a single
 rep, an upper bound on what the full run would flag.

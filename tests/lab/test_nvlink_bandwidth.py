@@ -1,4 +1,4 @@
-"""benchmarks/nvlink_bandwidth.py's CPU-checkable parts: the peer-store kernel (under Triton 3.9's interpreter, which
+"""lab/nvlink_bandwidth.py's CPU-checkable parts: the peer-store kernel (under Triton 3.9's interpreter, which
 runs its grid-stride loop; the measurement itself needs two GPUs) and the ceilings YAML the report reads."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import triton
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "lab"))
 
 import nvlink_bandwidth as nv  # noqa: E402
 

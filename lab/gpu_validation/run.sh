@@ -1,81 +1,31 @@
 #!/usr/bin/env bash
-# GPU validation: golden (the machine's Triton) vs TOT (a second Triton on an overlay path) on one CUDA GPU.
+# GPU validation, the steps a maintainer re-runs: golden (the machine's Triton) vs TOT (a second Triton on an
+# overlay path) on one or more CUDA GPUs. lab/README.md says what each step is for and which report it made; the
+# one-off experiments are in experiments.sh (this script hands it any step it does not know).
 #
-#   benchmarks/gpu_validation/run.sh STEP...      STEP: correctness | suite | aa | fidelity | all
-#                                                      offset: ncu without cache control, harness with idle gaps
-#                                                      suite-il, aa-il: the same with reps interleaved in time
-#                                                      aa-twice: golden twice (TAG, RUN_ARGS, FILTER)
-#                                                      placements-ab: golden runs alternating A (defaults) and B
-#                                                        (B_ARGS, default --no-move-inputs), ROUNDS, FILTER
-#                                                      trace: every launch of every rep (launch_trace.py)
-#                                                      power: SM clock traces of ms-long cases (power_trace.py)
-#                                                      placement: time vs. per-launch buffer address (placement.py)
-#                                                      safety: issue 21's refusals and warnings on a real GPU
-#                                                        (FILTER, default 10 cases): log in RESULTS/safety.txt
-#                                                      sweep: golden config sweeps of SWEEPS (suites/sweep_sm90_*)
-#                                                      pick: tune_pick.py over them into CONFIGS (a copy of
-#                                                        kernels/configs; HARNESS_CONFIG_DIR for later steps)
-#                                                      vendor: benchmarks/vendor_baseline.py (golden), FAMILIES
-#                                                      bisect: which release between golden and TOT made each
-#                                                        regression of BISECT_COMPARES slower (docs/bisect.md):
-#                                                        BISECT_VERSIONS from bundles STAGE/<version>/p*/ made by
-#                                                        `harness env pack VERSION --python 3.12 --out
-#                                                        STAGE/VERSION`, unpacked into HARNESS_TRITON_DIR
-#                                                        (and STAGE/TOT_VERSION into HARNESS_TOT_TRITON if absent)
-#                                                      shards: perf-sharded.yml's shard and merge jobs on one
-#                                                        machine: SHARDS shards (default: one per GPU) at once,
-#                                                        each pinned to its own GPU as a runner would be; TIMES: a previous
-#                                                        run's costs for --times
-#                                                      history: ROUNDS (default 4) of golden + TOT interleaved,
-#                                                        each run and comparison --record'ed into
-#                                                        RESULTS/history/history.sqlite, then its tables and report
-#                                                      multigpu-w1: gemm_all_scatter and its baselines at W = 1
-#                                                      retune: harness retune of COMPARE within BUDGET minutes
-#                                                        into RESULTS/retune (cut: run it again, it resumes)
-#                                                      after: golden and TOT interleaved with the retuned
-#                                                        configs, compare, explain, report: RESULTS/after
-#   TIMEOUT              seconds a harness run may take in one call (SIGTERM: it stops clean, --resume goes on)
-#   (suite keeps every case's compiled kernels: RESULTS/{golden,tot}.artifacts/, for `harness explain`)
+#   lab/gpu_validation/run.sh STEP...
+#     correctness | suite | aa | fidelity | all   the committed single-GPU comparison (all: those four)
+#     suite-il, aa-il, three-way                  the same with reps interleaved (three-way: golden, TOT, golden)
+#     sweep, pick                                 golden config sweeps of SWEEPS (suites/sweep_sm90_*), then
+#                                                 tune_pick.py into CONFIGS (a copy of kernels/configs)
+#     vendor                                      benchmarks/vendor_baseline.py (golden), FAMILIES
+#     bisect                                      which release made each regression of BISECT_COMPARES slower:
+#                                                 BISECT_VERSIONS from STAGE/<version>/p*/ (`harness env pack`)
+#     retune, after                               harness retune of COMPARE within BUDGET minutes, then golden +
+#                                                 TOT with the retuned configs: RESULTS/retune, RESULTS/after
+#     shards                                      the sharded workflow: SHARDS shards, one per GPU, merge, compare
+#     history                                     ROUNDS of golden + TOT, each --record'ed, then the history
+#     gpus                                        SUITE golden + TOT on GPU 0, then on every GPU (--gpus all)
+#     mg-aa, mg-three, ceilings, mg-sweep         multi-GPU: A/A or three-way at W = 1, 2 (FILTER, TAG,
+#                                                 RUN_ARGS), NVLink/HBM ceilings, the 1,000-point sweep
 #
+#   TIMEOUT / DEADLINE   seconds a harness run may take / the epoch second a call ends (SIGTERM: it stops clean,
+#                        --resume goes on in the next call)
 #   HARNESS_TOT_TRITON   folder with the TOT triton package (default /tmp/triton-3.9.0)
 #   RESULTS              where outputs go (default reports/gpu-validation); $OUT/results.tgz too when OUT is set
 #   SUITE                default suites/batched_gemm.yaml
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export HARNESS_TOT_TRITON=${HARNESS_TOT_TRITON:-/tmp/triton-3.9.0}
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1
-R=${RESULTS:-reports/gpu-validation}
-SUITE=${SUITE:-suites/batched_gemm.yaml}
-mkdir -p "$R"
-# the staged wheel's tools (ptxas-blackwell, cuobjdump, ...) must be executable
-[ -d "$HARNESS_TOT_TRITON/triton/backends/nvidia/bin" ] && chmod +x "$HARNESS_TOT_TRITON"/triton/backends/nvidia/bin/* || true
-h() { python3 -m harness "$@"; }
-# a harness run cut at TIMEOUT seconds, or at the epoch second DEADLINE (the device's per-call limit): SIGTERM keeps
-# what it measured (exit 143) and a later call resumes it
-hrun() {
-  local rc=0 t=${TIMEOUT:-100000}
-  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness run: no time left"; return 0; }; }
-  timeout -s TERM "$t" python3 -m harness run "$@" || rc=$?
-  [ $rc = 0 ] || echo "harness run: exit $rc"
-}
-# `harness bisect`, cut like hrun; --resume: a later call goes on where the last one stopped
-hbisect() {
-  local rc=0 t=${TIMEOUT:-100000}
-  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness bisect: no time left"; return 0; }; }
-  timeout -s TERM "$t" python3 -m harness bisect "$@" --resume || rc=$?
-  [ $rc = 0 ] || echo "harness bisect: exit $rc"
-}
-# `harness retune` cut the same way (SIGTERM: it stops clean; the same command again resumes from its --out)
-hretune() {
-  local rc=0 t=${TIMEOUT:-100000}
-  [ -n "${DEADLINE:-}" ] && t=$(( DEADLINE - $(date +%s) )) && [ "$t" -gt 5 ] || { [ -z "${DEADLINE:-}" ] || { echo "harness retune: no time left"; return 0; }; }
-  timeout -s TERM "$t" python3 -m harness retune "$@" || rc=$?
-  [ $rc = 0 ] || echo "harness retune: exit $rc (143: cut short; run the step again to resume)"
-}
-CONFIGS=${CONFIGS:-}
-[ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
-tot_py() { PYTHONPATH="$HARNESS_TOT_TRITON${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
-stamp() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/timeline.txt"; }
+source "$(dirname "$0")/lib.sh"
 
 for step in "$@"; do
   case $step in
@@ -83,7 +33,7 @@ for step in "$@"; do
       for s in ${CORRECTNESS_STACKS:-golden tot}; do
         stamp "correctness $s"
         if [ $s = golden ]; then py=python3; else py=tot_py; fi
-        $py benchmarks/gpu_correctness.py --out "$R/correctness-$s.txt" | tail -3 || true
+        $py lab/gpu_correctness.py --out "$R/correctness-$s.txt" | tail -3 || true
       done
       ;;
     sweep)  # golden config sweeps, resumable: SWEEPS names suites/sweep_sm90_<name>.yaml
@@ -170,7 +120,7 @@ for step in "$@"; do
         | tee "$R/compare-aa.txt" | tail -12
       ;;
     fidelity)
-      F=benchmarks/gpu_validation/fidelity.py
+      F=lab/gpu_validation/fidelity.py
       python3 $F pick --results "$R/golden.csv" --n 36 --out "$R/fidelity-cases.json"
       # every Triton kernel of the ops (names start with _; the flush between launches is torch's fill kernel)
       NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:^_"
@@ -189,107 +139,6 @@ for step in "$@"; do
         --stack "golden=$R/golden.csv,$R/ncu-golden.csv,$R/dobench-golden.json" \
         --stack "tot=$R/tot.csv,$R/ncu-tot.csv,$R/dobench-tot.json" \
         --ncu2 "golden=$R/ncu-golden-2.csv" --empty "$R/ncu-empty.csv,$R/empty-cupti.json" --out "$R/fidelity.csv"
-      ;;
-    offset)  # where harness and ncu differ: ncu without its cache flush, and the harness with idle gaps
-      F=benchmarks/gpu_validation/fidelity.py
-      CASES=${CASES:-$R/fidelity-cases.json}
-      NCU="ncu --csv --metrics gpu__time_duration.sum --clock-control none -k regex:^_"
-      stamp "ncu golden"; $NCU python3 $F launch --cases "$CASES" > "$R/offset-ncu.csv" 2>/dev/null
-      stamp "ncu golden --cache-control none"
-      $NCU --cache-control none python3 $F launch --cases "$CASES" > "$R/offset-ncu-nocache.csv" 2>/dev/null
-      stamp "harness timing with idle gaps"; python3 $F gap --cases "$CASES" --out "$R/offset-gap.json"
-      ;;
-    aa-fresh)  # A/A with every rep round in a new worker process, both runs
-      for s in 1 2; do
-        stamp "run golden A/A fresh-process rounds $s start"
-        h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-fresh-$s.csv" --resume \
-          --fresh-process-rounds 2>&1 | tail -2
-        stamp "run golden A/A fresh-process rounds $s end"
-      done
-      h compare "$R/golden-fresh-1.csv" "$R/golden-fresh-2.csv" --out "$R/compare-aa-fresh.csv" \
-        --markdown "$R/compare-aa-fresh.md" | tee "$R/compare-aa-fresh.txt" | tail -12
-      ;;
-    aa-b2b)  # A/A with launches back to back (--launch-gap 0, the default before 07:00 on 2026-11-22), golden twice
-      for s in 1 2; do
-        stamp "run golden A/A back to back $s start"
-        h run --env envs/golden.yaml --suite "$SUITE" --out "$R/golden-b2b-$s.csv" --resume --launch-gap 0 2>&1 | tail -2
-        stamp "run golden A/A back to back $s end"
-      done
-      h compare "$R/golden-b2b-1.csv" "$R/golden-b2b-2.csv" --out "$R/compare-aa-b2b.csv" \
-        --markdown "$R/compare-aa-b2b.md" | tee "$R/compare-aa-b2b.txt" | tail -12
-      ;;
-    aa-twice)  # golden twice, one run after the other: TAG names the files, RUN_ARGS are extra `harness run`
-               # options (e.g. --unthrottle-ms 20), FILTER narrows the suite (e.g. /B16_ for the ms-long cases)
-      tag=${TAG:-twice}
-      for s in 1 2; do
-        stamp "run golden A/A $tag $s start"
-        # shellcheck disable=SC2086 # RUN_ARGS is a list of options
-        h run --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} --out "$R/golden-$tag-$s.csv" \
-          --resume ${RUN_ARGS:-} 2>&1 | tail -2
-        stamp "run golden A/A $tag $s end"
-      done
-      h compare "$R/golden-$tag-1.csv" "$R/golden-$tag-2.csv" --out "$R/compare-aa-$tag.csv" \
-        --markdown "$R/compare-aa-$tag.md" | tee "$R/compare-aa-$tag.txt" | tail -14
-      ;;
-    placements-ab)  # golden processes alternating between two settings (A: the defaults, B: B_ARGS), one per
-                    # round in ROUNDS ("1 2"; a later call can add "3"); A/A within each setting is compared after
-      for rnd in ${ROUNDS:-1 2}; do
-        for v in A B; do
-          args=""; [ $v = B ] && args=${B_ARGS:---no-move-inputs}
-          stamp "run golden $v round $rnd start ($args)"
-          # shellcheck disable=SC2086 # args is a list of options
-          h run --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} \
-            --out "$R/golden-$v-$rnd.csv" --resume $args 2>&1 | tail -1
-          stamp "run golden $v round $rnd end"
-        done
-      done
-      ;;
-    trace)  # every launch of every rep with its addresses, as `harness run` times them (launch_trace.py;
-            # TRACE_ARGS e.g. "--every 2 --warm", TRACE_PROCS names one process each, TRACE_FILTER)
-      for proc in ${TRACE_PROCS:-1 2}; do
-        stamp "launch trace $proc ${TRACE_ARGS:-}"
-        # shellcheck disable=SC2086 # TRACE_ARGS is a list of options
-        python3 benchmarks/gpu_validation/launch_trace.py --reps "${TRACE_REPS:-40}" --out "$R/trace-$proc.json" \
-          ${TRACE_ARGS:-} \
-          --filter "${TRACE_FILTER:-prequant.*/B16_M(256|512)_N8192|a16wfp4/B16_M256_N8192}" | tee "$R/trace-$proc.txt"
-      done
-      ;;
-    power)  # the SM clock (NVML) next to every launch's time for a few ms-long cases, four launch spacings
-      stamp "power trace"
-      python3 benchmarks/gpu_validation/power_trace.py --out "$R/power-trace.json" \
-        --filter "${POWER_FILTER:-bf16/B16_M2048_|prequant.*/B16_M256_|a16wfp4/B16_M256_}" | tee "$R/power-trace.txt"
-      ;;
-    placement)  # does where a per-launch buffer lands set the time? (fp8 prequant's quantized X, 40 reps)
-      stamp "placement"
-      python3 benchmarks/gpu_validation/placement.py --reps 40 --out "$R/placement.json" \
-        --filter "${PLACEMENT_FILTER:-prequant.*/B16_M(256|512|1024)_N8192}" | tee "$R/placement.txt"
-      ;;
-    safety)  # every refusal and warning of issue 21 that needs a GPU, the two stacks and real workers
-      S="$R/safety"; mkdir -p "$S"; L="$R/safety.txt"; F=${FILTER:-'B128_M(16|256)_N512_K128$'}
-      try() { local rc=0; echo "\$ $*" >>"$L"; "$@" >>"$L" 2>&1 || rc=$?; echo "exit $rc" >>"$L"; }
-      stamp "safety start"
-      try env -u HARNESS_TOT_TRITON python3 -m harness env show envs/tot.yaml  # unset overlay: 2
-      try python3 -m harness env show envs/golden.yaml
-      try python3 -m harness env show envs/tot.yaml
-      h run --env envs/golden.yaml --out "$S/golden.csv" --with-env envs/tot.yaml --with-out "$S/tot.csv" \
-        --suite "$SUITE" --filter "$F" >"$S/run.log" 2>&1 &
-      sleep 8  # the first run holds both locks by now: a second one on the same OUT is refused, --resume too
-      try python3 -m harness run --env envs/golden.yaml --out "$S/golden.csv" --suite "$SUITE" --filter "$F" --resume
-      rc=0; wait $! || rc=$?; echo "first run: exit $rc" >>"$L"; tail -15 "$S/run.log" >>"$L"
-      try python3 -m harness run --env envs/golden.yaml --out "$S/golden.csv" --suite "$SUITE" --filter "$F" \
-        --resume --launches 7  # changed options: 2
-      try python3 -m harness compare "$S/golden.csv" "$S/tot.csv" --out "$S/compare.csv" --markdown "$S/compare.md" \
-        --require-same-gpu --fail-on-regression  # same GPU: 0 or 1
-      try python3 -m harness compare "$S/golden.csv" "$S/tot.csv" --out "$S/golden.csv"  # over an input: 2
-      h run --env envs/golden.yaml --out "$S/golden-aa.csv" --suite "$SUITE" --filter "$F" >/dev/null 2>&1 || true
-      try python3 -m harness compare "$S/golden.csv" "$S/golden-aa.csv" --fail-on-regression  # same Triton: 2
-      python3 - "$S/golden.csv" "$S/tot.csv" >>"$L" <<'PY'
-import json, sys
-for f in sys.argv[1:]:
-    m = json.load(open(f + ".env.json"))
-    print(f, {k: m["gpu"].get(k) for k in ("name", "uuid", "pci_bus_id")}, m["host"], m["triton"], sorted(m["run_options"]))
-PY
-      stamp "safety end"
       ;;
     shards)  # the sharded workflow on one machine: shard I on GPU I-1 only (CUDA_VISIBLE_DEVICES, as a runner of
              # its own), both stacks in each, all at once; then the merge job's merge (--suite) and compare
@@ -363,24 +212,6 @@ PY
       h explain "$A/compare.csv" --out "$A/explain" --limit 30 2>&1 | tail -2 || true
       h report --compare "$A/compare.csv" --out "$A/report" --retune "$R/retune/retune.json" 2>&1 | tail -1 || true
       ;;
-    multigpu-w1)  # the multi-GPU kernel (gemm_all_scatter) and its baselines at W = 1 on one GPU: golden and TOT
-                  # interleaved through the harness (FILTER: a few cases of suites/multigpu.yaml), then the torchrun
-                  # smoke of benchmarks/gpu_validation/multigpu_smoke.py under each stack: RESULTS/multigpu-w1/
-      M="$R/multigpu-w1"; mkdir -p "$M"
-      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-      stamp "multigpu W=1 start"
-      hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
-        --suite suites/multigpu.yaml --filter "${FILTER:-^(?!.*_W[0-9]).*/M(16|1024)_N4096_K14336}" --resume 2>&1 | tail -3
-      h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" >"$M/compare.txt" 2>&1 || true
-      tail -20 "$M/compare.txt"
-      for s in golden tot; do
-        if [ $s = golden ]; then py=python3; else py=tot_py; fi
-        $py -m torch.distributed.run --standalone --nproc-per-node 1 benchmarks/gpu_validation/multigpu_smoke.py \
-          --reps 20 --filter 'M(1|1024)_N4096_K14336' >"$M/smoke-$s.txt" 2>&1 || echo "smoke $s: exit $?"
-        tail -12 "$M/smoke-$s.txt"
-      done
-      stamp "multigpu W=1 end"
-      ;;
     mg-aa|mg-three)  # W = 2 (and 1) in lockstep timing: golden twice (mg-aa), or golden, TOT and golden again
                      # (mg-three), reps interleaved; FILTER (mg-aa default: every W = 2 case; mg-three: W <= 2);
                      # then compare, A/A and the ranks' figures (multigpu_stats.py): RESULTS/STEP[-TAG]/
@@ -400,13 +231,13 @@ PY
       h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
         >"$M/compare-aa.txt" 2>&1 || true
       stamp "$step end"
-      python3 benchmarks/gpu_validation/multigpu_stats.py "$M" | tee "$M/stats.txt"
+      python3 lab/gpu_validation/multigpu_stats.py "$M" | tee "$M/stats.txt"
       ;;
     ceilings)  # the roofline's measured ceilings: NVLink egress per GPU (nvlink_bandwidth.py), HBM copy, bf16 mm
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       nvidia-smi topo -m > "$R/topo.txt" 2>&1 || true
-      python3 benchmarks/nvlink_bandwidth.py --out "$R/ceilings.yaml" 2>&1 | tail -8
-      python3 benchmarks/gpu_validation/hbm_mm.py >> "$R/ceilings.yaml"
+      python3 lab/nvlink_bandwidth.py --out "$R/ceilings.yaml" 2>&1 | tail -8
+      python3 lab/gpu_validation/hbm_mm.py >> "$R/ceilings.yaml"
       cat "$R/ceilings.yaml" | grep -v "^#"
       ;;
     mg-sweep)  # the Iris seed's sweep: every config of suites/sweep_multigpu.yaml at W = 1 and 2, golden, one rep
@@ -432,14 +263,7 @@ PY
       done
       ;;
     all) "$0" correctness suite aa fidelity ;;
-    *) echo "unknown step $step" >&2; exit 2 ;;
+    *) LAB_NESTED=1 bash lab/gpu_validation/experiments.sh "$step" ;;  # a one-off experiment, or unknown there
   esac
 done
-if [ -n "${OUT:-}" ]; then  # the device tool brings back at most 8 files of 16 MiB
-  tar czf "$OUT/results.tgz" --exclude='*.artifacts' --exclude='*.logs' "$R"
-  tar czf "$OUT/logs.tgz" "$R"/*.logs "$R"/*/*.logs 2>/dev/null || true
-  for s in golden tot; do
-    [ -d "$R/$s.artifacts" ] && tar cJf "$OUT/artifacts-$s.txz" -C "$R" "$s.artifacts"
-  done
-  ls -la "$OUT"
-fi
+pack_out

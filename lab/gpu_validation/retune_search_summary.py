@@ -4,7 +4,7 @@ case of the slot, scored like the retune does (cases made slower than the seed, 
 mean), and what that would do to COMPARE's regressions under TOT. A prediction, not a result: no golden check and
 no guard has measured these configs (the retune's later phases do).
 
-    python benchmarks/gpu_validation/retune_search_summary.py OUT COMPARE.csv [--markdown FILE]
+    python lab/gpu_validation/retune_search_summary.py OUT COMPARE.csv [--markdown FILE]
 """
 
 from __future__ import annotations

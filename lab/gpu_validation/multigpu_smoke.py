@@ -4,7 +4,7 @@ issue's contract says (torch.distributed over NCCL initialized first, the device
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
       python3 -m torch.distributed.run --standalone --nproc-per-node 4 \\
-      benchmarks/gpu_validation/multigpu_smoke.py [--suite suites/multigpu.yaml] [--filter REGEX] [--reps 20]
+      lab/gpu_validation/multigpu_smoke.py [--suite suites/multigpu.yaml] [--filter REGEX] [--reps 20]
 
 Per case, on every rank:
   skewed  rank r sleeps r x 20 ms, then fills its Y with NaN and launches at once: a rank whose peers wrote into its
