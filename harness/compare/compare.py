@@ -305,9 +305,7 @@ def _notes(j: _Joined, vcode: np.ndarray, pct: np.ndarray) -> pd.Categorical:
             note_of.setdefault(i, text)
 
     _failure_notes(j, add)
-    u = STATUSES.index("unstable")
-    for i in np.flatnonzero((j.gsc == u) | (j.tsc == u)):
-        add(int(i), "unstable reps", join=False)
+    _unstable_notes(j, add)
     flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
     if len(flagged):
         _flag_notes(j, flagged, vcode, pct, add)
@@ -317,6 +315,18 @@ def _notes(j: _Joined, vcode: np.ndarray, pct: np.ndarray) -> pd.Categorical:
     for i, text in note_of.items():
         codes[i] = pos[text]
     return pd.Categorical.from_codes(codes, categories=cats)
+
+
+def _unstable_notes(j: _Joined, add: Any) -> None:
+    """'unstable reps', or the guard's reason where the results give one (a multi-GPU case whose ranks disagree:
+    'golden unstable: ranks disagree: skew 6.0 % > 5 %')."""
+    u = STATUSES.index("unstable")
+    for label, sc, df, rows in (("golden", j.gsc, j.golden, j.gi), ("TOT", j.tsc, j.tot, j.ti)):
+        hit = np.flatnonzero(sc == u)
+        errors = _col(df, "error", rows[hit]) if "error" in df.columns and len(hit) else [""] * len(hit)
+        for i, e in zip(hit, errors, strict=True):
+            why = first_line(str(e)) if isinstance(e, str) and e.strip() else ""
+            add(int(i), f"{label} unstable: {why}" if why else "unstable reps", join=bool(why))
 
 
 def _failure_notes(j: _Joined, add: Any) -> None:

@@ -204,3 +204,20 @@ def test_skipped_in_tot_alone_passes_the_gate_but_is_listed(write, capsys):
     assert ex.value.code == 0
     out = capsys.readouterr().out
     assert "skipped_in_tot" in out and "lost" in out
+
+
+def test_an_unstable_rows_note_gives_the_guards_reason(tmp_path):
+    """A multi-GPU case the guard made unstable says why (its error), not only 'unstable reps'; a single-GPU
+    unstable row without an error keeps the short note."""
+    import pandas as pd
+
+    g, t = pd.read_csv(G), pd.read_csv(T)
+    first = t.index[(t["kernel"] == "bf16") & (t["case_id"] == "a")][0]
+    t["error"] = t["error"].astype(object)
+    t.loc[first, "status"] = "unstable"
+    t.loc[first, "error"] = "ranks disagree: skew 6.0 % > 5 % (rank_times_us)"
+    g.to_csv(tmp_path / "g.csv", index=False)
+    t.to_csv(tmp_path / "t.csv", index=False)
+    table = compare_files(tmp_path / "g.csv", tmp_path / "t.csv").table.set_index(["kernel", "case_id"])
+    assert table.loc[("bf16", "a"), "note"] == "TOT unstable: ranks disagree: skew 6.0 % > 5 % (rank_times_us)"
+    assert table.loc[("a8w8", "f"), "note"] == "unstable reps"
