@@ -8,6 +8,7 @@ Failed, missing and skipped cases are listed one a line with their one-line erro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -218,3 +219,16 @@ def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str
     labels = [case_label(k, c) for k, c in zip(shown["kernel"], shown["case_id"])]
     texts = [f"{s}: {first_line('' if pd.isna(e) else str(e))}".rstrip(": ") for s, e in zip(shown["status"], errors)]
     return case_lines(labels, texts, len(bad), first)
+
+
+def print_failed(con: Console, out: Path, counts: dict[str, int]) -> None:
+    """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
+    if all(k in ("ok", "unstable") for k in counts):
+        return
+    from harness.results.load import load_results
+    from harness.results.schema import TIMED_STATUSES
+
+    df = load_results(out)
+    n = int((~df["status"].isin(TIMED_STATUSES)).sum())
+    head = f"{out}: {n} cases not timed (the first line of each error; all of it in the CSV's error column):"
+    print_lines(con, head, failed_row_lines(df))

@@ -1,4 +1,4 @@
-"""``harness history``: the commands over the history database (added to the main app by harness/cli.py).
+"""``harness history``: the commands over the history database (added to the main app by harness/cli/__init__.py).
 
 Every command takes ``--db`` (a file, ``sqlite:///FILE`` or ``postgresql://USER@HOST:PORT/DB``; default
 ``$HARNESS_DB``, else a per-user SQLite file). Filters are shared: ``--kernel``, ``--case`` (names or globs),
@@ -16,7 +16,7 @@ import typer
 
 from harness.errors import HarnessError
 
-history_app = typer.Typer(
+app = typer.Typer(
     help="Every run and comparison kept in a database: add, show, trend, regressions, change points, annotate.",
     no_args_is_help=False,
 )
@@ -123,7 +123,7 @@ def _console() -> Any:
     return stdout()
 
 
-@history_app.command("add")
+@app.command("add")
 def add(
     files: Annotated[
         list[Path], typer.Argument(help="results CSVs (with their .env.json), compare and calibration CSVs")
@@ -148,7 +148,7 @@ def add(
         add_files(h, checked, tags=tags, label=label, commit=commit, echo=print)
 
 
-@history_app.command("remove")
+@app.command("remove")
 def remove(
     kind: Annotated[str, typer.Argument(help="run, comparison or calibration")],
     ident: Annotated[int, typer.Argument(help="its id (harness history list)", min=1)],
@@ -162,7 +162,7 @@ def remove(
         print(h.remove(kind, ident))
 
 
-@history_app.command("list")
+@app.command("list")
 def list_(
     db: Db = None,
     gpu: Gpu = "",
@@ -269,7 +269,7 @@ def _concat(a: Any, b: Any) -> Any:
     return pd.concat([a, b], ignore_index=True, sort=False)
 
 
-@history_app.command("show")
+@app.command("show")
 def show(
     db: Db = None,
     kernel: Kernel = None,
@@ -318,7 +318,7 @@ def show(
     _emit(db, df, csv, out, table)
 
 
-@history_app.command("calibration")
+@app.command("calibration")
 def calibration(
     ident: Annotated[int | None, typer.Argument(help="its id (harness history list; default: the latest)")] = None,
     db: Db = None,
@@ -361,7 +361,7 @@ def calibration(
     _emit(db, df, csv, out, table)
 
 
-@history_app.command("trend")
+@app.command("trend")
 def trend(
     kernel: Annotated[str, typer.Argument(help="the kernel (name or glob)")],
     db: Db = None,
@@ -394,7 +394,7 @@ def trend(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("regressions")
+@app.command("regressions")
 def regressions(
     db: Db = None,
     kernel: Kernel = None,
@@ -429,7 +429,7 @@ def regressions(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("changepoints")
+@app.command("changepoints")
 def changepoints(
     db: Db = None,
     kernel: Kernel = None,
@@ -456,7 +456,7 @@ def changepoints(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("annotate")
+@app.command("annotate")
 def annotate(
     text: Annotated[str, typer.Argument(help="what happened: 'config retune', 'driver 580 → 590'")],
     db: Db = None,
@@ -496,7 +496,7 @@ def _run_time(h: Any, run: int | None) -> Any:
     return found.run_at
 
 
-@history_app.command("annotations")
+@app.command("annotations")
 def annotations_(
     db: Db = None,
     kernel: Kernel = None,
