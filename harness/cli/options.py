@@ -27,7 +27,7 @@ ConfigArch = Annotated[
     str | None,
     typer.Option(
         "--config-arch",
-        help="resolve every case's config as on this arch (gfx950 on an H100 or the CPU); recorded in the results",
+        help="resolve configs as on this arch (gfx950 on an H100 or the CPU)",
     ),
 ]
 Out = Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")]
@@ -44,7 +44,7 @@ Resume = Annotated[
     bool,
     typer.Option(
         "--resume",
-        help="measure only the cases OUT does not have yet (refused if a measurement option differs from OUT's)",
+        help="measure only the cases OUT lacks (refused if a measurement option differs)",
     ),
 ]
 FailOnError = Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")]
@@ -52,7 +52,7 @@ CompileJobs = Annotated[
     int,
     typer.Option(
         min=0,
-        help="compile in this many processes before measuring (1: off, the default; 0: half the cores, <= 8)",
+        help="compile in N processes first (1: off; 0: half the cores, <= 8)",
     ),
 ]
 FreshProcessRounds = Annotated[
@@ -88,8 +88,7 @@ RemeasureOn = Annotated[
     bool,
     typer.Option(
         "--remeasure/--no-remeasure",
-        help="with --with-env: measure the cases whose verdict is ambiguous (the 95 % interval straddles the "
-        "rule's limit) again, interleaved, until decided or the budget is spent (default on; docs/verdicts.md)",
+        help="with --with-env: measure ambiguous cases again until decided or out of budget (docs/verdicts.md)",
     ),
 ]
 RemeasureReps = Annotated[
@@ -100,15 +99,14 @@ RemeasureShare = Annotated[
     typer.Option(
         "--remeasure-time",
         min=0.0,
-        help="--remeasure: stop once re-measuring took this share of the run's wall time before it",
+        help="--remeasure: stop at this share of the run's wall time before it",
     ),
 ]
 WithEnv = Annotated[
     list[str] | None,
     typer.Option(
         "--with-env",
-        help="another env measured in the same run, reps interleaved in time with ENV's (repeatable; "
-        "each needs a --with-out); golden vs TOT, or golden vs golden for an A/A",
+        help="another env, reps interleaved with ENV's (repeatable, each with a --with-out)",
     ),
 ]
 WithOut = Annotated[list[Path] | None, typer.Option("--with-out", help="results CSV of each --with-env")]
@@ -128,14 +126,14 @@ Artifacts = Annotated[
     bool,
     typer.Option(
         "--artifacts",
-        help="keep each case's compiled kernels (IRs, PTX/SASS or AMDGCN) in NAME.artifacts/ for `harness explain`",
+        help="keep the compiled kernels (NAME.artifacts/) for `harness explain`",
     ),
 ]
 Record = Annotated[
     bool,
     typer.Option(
         "--record",
-        help="add OUT(s) to the history ($HARNESS_DB) when done",
+        help="add OUT(s) to the history ($HARNESS_DB)",
     ),
 ]
 
