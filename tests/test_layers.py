@@ -14,7 +14,8 @@ from tests.conftest import ROOT
 #: sits low; report is an aggregator above the stages whose outputs it shows (history, retune); cli and
 #: __main__ are the top.
 FLOORS = [
-    ["errors"],
+    ["kernel_api"],  # the kernel contract: standard library only (tests/worker/test_imports.py)
+    ["errors", "__init__"],  # __init__: harness itself, which re-exports the contract
     ["fsutil", "outdir", "worker"],
     ["envs"],  # env specs and venvs: the library reader (inputs/library.py) reads their schema
     ["results", "inputs"],

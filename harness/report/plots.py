@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from harness.kernel_api.spec import config_label as _config_label
 from harness.render.vocabulary import LOOKS
 from harness.report.data import Run, params_frame, timed
 from harness.report.peaks import kernel_ceiling
 from harness.results.cells import joined
-from kernels.spec import config_label as _config_label
 
 #: plot colours of the verdicts a delta plot shows
 VERDICT_COLORS = {

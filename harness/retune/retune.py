@@ -29,6 +29,7 @@ from harness.compare.rule import Rule, verdict_of
 from harness.compare.store import load_compare
 from harness.errors import HarnessError, did_you_mean
 from harness.fsutil import write_text
+from harness.kernel_api.configs import config_dir
 from harness.retune import inputs as I
 from harness.retune.cache import Cache, digest
 from harness.retune.guard import Decision, Measured, decide, guard_referee, judge, pct, slower, us
@@ -42,7 +43,6 @@ from harness.run.locks import lock_output
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
 from harness.run.runner import _resolve_timing
-from kernels._config import config_dir
 
 #: the share of the budget the search may spend; the golden check and the guard get the rest
 SEARCH_SHARE = 0.6
