@@ -80,31 +80,16 @@ def run(
     config_arch: ConfigArch = None,
 ) -> None:
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
-    from harness.envs.spec import TIMINGS, load_env_spec
+    from harness.envs.spec import load_env_spec
     from harness.envs.venv import check_venv
     from harness.render.progress import console_driver
-    from harness.render.terminal import print_failed, stderr
-    from harness.run.options import RunOptions, check_timeout
+    from harness.render.terminal import stderr
+    from harness.run.options import RunOptions
     from harness.run.orchestrate import previous_times, selected_cases, write_empty_parts
     from harness.run.precompile import default_compile_jobs
 
-    if timing is not None and timing not in TIMINGS:
-        raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
-    check_timeout(timeout)
-    gap = _launch_gap(launch_gap)
     with_env, with_out = with_env or [], with_out or []
-    if len(with_env) != len(with_out):
-        raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
-    if times is not None and shard is None and gpus is None:
-        raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
-    if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none
-        from harness.run.shards import parse_shard
-
-        shard = "{}/{}".format(*parse_shard(shard))
-    if gpus is not None:
-        from harness.run.node import parse_gpus
-
-        gpu_list = parse_gpus(gpus)
+    gap, shard, gpu_list = _checked(timing, timeout, launch_gap, with_env, with_out, times, shard, gpus)
     if record:
         from harness.history.record import check_record
 
@@ -134,22 +119,15 @@ def run(
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
         write_empty_parts(runs, opts, str(suite))
         for _, o in runs:
-            con.print(
-                f"{o}: --shard {shard} holds no case of the selection: wrote the header only",
-                markup=False,
-                soft_wrap=True,
-            )
+            con.print(f"{o}: --shard {shard} holds no case of the selection: wrote the header only",
+                      markup=False, soft_wrap=True)  # fmt: skip
         return
     driver = console_driver(con)
-    if gpus is not None:
+    if gpu_list is not None:
         all_counts = driver.measure_on_gpus(runs, cases, opts, str(suite), gpu_list, previous)
     else:
         all_counts = driver.measure(runs, cases, opts, str(suite))
-    for (_, o), counts in zip(runs, all_counts):
-        con.print(
-            f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
-        )
-        print_failed(con, o, counts)
+    _print_counts(con, runs, all_counts)
     if artifacts:
         _say_no_artifacts(con, [o for _, o in runs])
     if record:
@@ -158,6 +136,45 @@ def run(
         record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+
+
+def _checked(
+    timing: str | None, timeout: float, launch_gap: str | None, with_env: list[str], with_out: list[Path],
+    times: Path | None, shard: str | None, gpus: str | None,
+) -> tuple[str | None, str | None, list[int] | None]:  # fmt: skip
+    """The options checked before anything is read, in this order (the first wrong one is the one line said);
+    returns the launch gap, the shard as I/N and the GPUs."""
+    from harness.envs.spec import TIMINGS
+    from harness.run.options import check_timeout
+
+    if timing is not None and timing not in TIMINGS:
+        raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
+    check_timeout(timeout)
+    gap = _launch_gap(launch_gap)
+    if len(with_env) != len(with_out):
+        raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+    if times is not None and shard is None and gpus is None:
+        raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
+    if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none
+        from harness.run.shards import parse_shard
+
+        shard = "{}/{}".format(*parse_shard(shard))
+    if gpus is None:
+        return gap, shard, None
+    from harness.run.node import parse_gpus
+
+    return gap, shard, parse_gpus(gpus)
+
+
+def _print_counts(con, runs: list, all_counts: list[dict[str, int]]) -> None:  # noqa: ANN001 - a rich Console
+    """Each OUT's cases by status, then those that failed or were skipped, with their first error line."""
+    from harness.render.terminal import print_failed
+
+    for (_, o), counts in zip(runs, all_counts):
+        con.print(
+            f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
+        )
+        print_failed(con, o, counts)
 
 
 def _say_no_artifacts(con, outs: list[Path]) -> None:  # noqa: ANN001 - a rich Console
