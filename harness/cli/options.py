@@ -20,7 +20,7 @@ EnvSpecName = Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
 CaseTimeout = Annotated[float, typer.Option(help="seconds a case may take to answer")]
 AutoLaunches = Annotated[int | None, typer.Option(min=1, help="timed launches per rep (default: automatic)")]
 
-# ----------------------------------------------------------------- `harness run` (Reps, Kernel, Filter too)
+# ----------------------- `harness run`; Kernel, Filter, Reps and ConfigArch serve calibrate, bisect, suite show too
 Env = Annotated[str, typer.Option("--env", help="env spec: envs/NAME.yaml or NAME")]
 Suite = Annotated[Path, typer.Option("--suite", help="suite YAML (suites/*.yaml)")]
 ConfigArch = Annotated[

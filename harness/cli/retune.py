@@ -54,9 +54,7 @@ def retune(
                      remeasure=remeasure_policy(True, 12, 0.3))  # fmt: skip
     opts = Options(compare_csv, env, golden_env, out, list(kernel or []), budget_min, dry_run, run,
                    hints=list(hints or []), search_min=search_min)  # fmt: skip
-    data = run_retune(
-        opts, log=lambda m: con.print(m, markup=False, highlight=False), driver=console_driver(con, warn=False)
-    )
+    data = run_retune(opts, log=lambda m: con.print(m, markup=False, highlight=False), driver=console_driver(con))
     _print_retune(data, out)
 
 

@@ -75,9 +75,8 @@ def byte_bars(con: Console) -> Iterator[Callable[[str, int, int], None]]:
         yield update
 
 
-def console_driver(con: Console, warn: bool = True) -> Driver:
-    """The driver every measuring command hands its stage: these bars on ``con``, warnings as red lines there
-    (``warn`` off: none, as retune's guard keeps its log for its own findings)."""
+def console_driver(con: Console) -> Driver:
+    """The driver every measuring command hands its stage: these bars on ``con``, warnings as red lines there."""
     from functools import partial
 
     from harness.run.orchestrate import Driver
@@ -85,4 +84,4 @@ def console_driver(con: Console, warn: bool = True) -> Driver:
     def say(message: str) -> None:
         con.print(f"WARNING: {message}", style="bold red", markup=False, highlight=False)
 
-    return Driver(bars=partial(env_bars, con), part_bars=partial(part_bars, con), warn=say if warn else None)
+    return Driver(bars=partial(env_bars, con), part_bars=partial(part_bars, con), warn=say)

@@ -26,7 +26,7 @@ VERDICT_COLORS = {
 
 
 def config_label(cfg: str) -> str:
-    """A config JSON in short form (kernels.spec.config_label: ``BM64 BN128 w4``); ``default`` when empty."""
+    """A config JSON in short form (the contract's config_label: ``BM64 BN128 w4``); ``default`` when empty."""
     import json
 
     try:

@@ -197,8 +197,9 @@ class Measurer:
         runs = [(with_configs(self.stacks[_stack(r)].spec, dirs[r]), self.runs_dir / f"{name}-{r}.csv") for r in ROLES]
         cases = [g.case for g in need]
         names = [r.replace("_", " ") for r in ROLES]
-        with self._clock(phase):  # the guard's verdicts are its findings: the driver's warnings are not shown
-            replace(self.driver, warn=None).measure(runs, cases, self.opts, str(manifest), names=names, lock=False)
+        quiet = replace(self.driver, warn=_ignore)  # the guard's verdicts are its findings, not the run's warnings
+        with self._clock(phase):
+            quiet.measure(runs, cases, self.opts, str(manifest), names=names, lock=False)
         entries = []
         for role, (_, out) in zip(ROLES, runs):
             # by kernel and case: two kernels of one run may share a case id (a8w8 and a16wfp4 B128_M512_N512_K128)
@@ -234,6 +235,10 @@ class Measurer:
             self.cost.seconds[phase] = self.cost.seconds.get(phase, 0.0) + time.monotonic() - t0
             if self.progress:
                 self.progress(self.cost)
+
+
+def _ignore(message: str) -> None:
+    return None
 
 
 def _stack(role: str) -> str:

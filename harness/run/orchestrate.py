@@ -3,7 +3,7 @@
 
 The bars and the warning line are the terminal's, which this floor cannot import (render/ sits above run/): the
 command line hands them in as a :class:`Driver`, and a stage calls ``driver.measure``. A Driver without bars
-measures silently (tests, library use)."""
+shows none (tests, library use)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ PartBars = Callable[[list[str]], AbstractContextManager[Callable[[str], Progress
 
 @dataclass(frozen=True)
 class Driver:
-    """How a stage measures: progress bars and warnings as the caller shows them (none: silent)."""
+    """How a stage measures: progress bars and warnings as the caller shows them (no bars: none shown; no
+    ``warn``: the run's own warnings go to stderr)."""
 
     bars: EnvBars | None = None
     part_bars: PartBars | None = None
