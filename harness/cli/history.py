@@ -175,7 +175,7 @@ def list_(
 ) -> None:
     """The stored runs and comparisons, oldest first."""
     from harness.history import queries as q
-    from harness.history.render import Col, gpu_model, print_table, text_or
+    from harness.history.render import print_listing
 
     f = _filter(gpu=gpu, since=since, until=until, tag=tag, without_tag=without_tag)
     with _open(db) as h, h.reading() as conn:
@@ -184,83 +184,7 @@ def list_(
         both = _concat(runs.rename(columns={"run_at": "when"}).assign(kind="run"), comps.assign(kind="comparison"))
         _emit(db, _concat(both, cals.assign(kind="calibration")) if len(cals) else both, csv, out, None)
         return
-    con = _console()
-    runs = runs.assign(
-        tags=runs["tags"].str.replace(",", ", "),
-        gpu=runs["gpu_name"].map(gpu_model),
-        stack=runs["env_name"] + "@" + runs["triton_version"].map(text_or),
-    )
-    print_table(
-        con,
-        runs,
-        [
-            Col("id", "run", justify="right"),
-            Col("run_at", "when", "when"),
-            Col("stack"),
-            Col("gpu"),
-            Col("rows", justify="right"),
-            Col("file_name", "file", fold=True),
-            Col("tags", fold=True),
-        ],
-        f"{len(runs)} runs",
-    )
-    comps = comps.assign(
-        tags=comps["tags"].str.replace(",", ", "),
-        gpu=comps["gpu_name"].map(gpu_model),
-        stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
-        runs=comps["golden_run_id"].map(_ref) + " vs " + comps["tot_run_id"].map(_ref),
-        reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
-    )
-    print_table(
-        con,
-        comps,
-        [
-            Col("id", "cmp", justify="right"),
-            Col("when", "when", "when"),
-            Col("stacks", "Triton"),
-            Col("runs"),
-            Col("gpu"),
-            Col("reg", justify="right"),
-            Col("cases", justify="right"),
-            Col("tags", fold=True),
-        ],
-        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
-    )
-    if len(cals):
-        _print_calibrations(con, cals)
-
-
-def _print_calibrations(con: Any, cals: Any) -> None:
-    from harness.history.render import Col, gpu_model, print_table, text_or
-
-    cals = cals.assign(
-        gpu=cals["gpu_name"].map(gpu_model),
-        stack=cals["env_name"].map(text_or) + "@" + cals["triton_version"].map(text_or),
-    )
-    cols = [
-        Col("id", "cal", justify="right"),
-        Col("when", "when", "when"),
-        Col("stack"),
-        Col("gpu"),
-        Col("unresolved", "coarse", justify="right"),
-        Col("cases", justify="right"),
-        Col("slowdowns", fold=True),
-    ]
-    print_table(con, cals, cols, f"{len(cals)} calibrations (coarse: cases that cannot resolve the rule)")
-
-
-def _regressions(n: Any, ambiguous: Any) -> str:
-    """``3`` or ``3 (1?)``: how many regressions, how many of them ambiguous (unknown for older comparisons)."""
-    import pandas as pd
-
-    amb = 0 if ambiguous is None or pd.isna(ambiguous) else int(ambiguous)
-    return f"{int(n)} ({amb}?)" if amb else str(int(n))
-
-
-def _ref(v: Any) -> str:
-    import pandas as pd
-
-    return "?" if v is None or pd.isna(v) else f"#{int(v)}"
+    print_listing(_console(), runs, comps, cals)
 
 
 def _concat(a: Any, b: Any) -> Any:
@@ -508,7 +432,7 @@ def annotations_(
 ) -> None:
     """The annotations, by time (those that concern the given kernel / GPU, and those that concern all)."""
     from harness.history import queries as q
-    from harness.history.render import Col, print_table
+    from harness.history.render import Col, print_table, run_ref
 
     f = _filter(kernel=kernel, gpu=gpu, since=since, until=until)
     with _open(db) as h, h.reading() as conn:
@@ -517,7 +441,7 @@ def annotations_(
     def table() -> None:
         scope = df[["kernel", "case_id", "gpu", "stack"]].fillna("").astype(str).agg(" ".join, axis=1).str.strip()
         shown = df.assign(
-            scope=scope.where(scope != "", "all"), run=df["run_id"].map(_ref).where(df["run_id"].notna(), "")
+            scope=scope.where(scope != "", "all"), run=df["run_id"].map(run_ref).where(df["run_id"].notna(), "")
         )
         cols = [
             Col("id", justify="right"),
