@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from harness.render.terminal import _table, kernel_keys
+from harness.render.terminal import kernel_keys, plain_table
 from harness.render.vocabulary import LOOKS
 from harness.results.cells import text as as_text
 
@@ -98,7 +98,7 @@ def print_table(
         for name, key in keys.items():
             con.print(f"  {key} = {escape(name)}")
     con.print(Text(title, style="bold"))
-    table = _table("")
+    table = plain_table("")
     for c in cols:
         heading = c.heading or c.name
         width = c.min_width or (min(int(as_text(df[c.name]).str.len().max()), 24) if c.fold and len(df) else 0)

@@ -42,7 +42,7 @@ from harness.retune.space import backend_of, build_space, config_key
 from harness.run.locks import lock_output
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
-from harness.run.runner import _resolve_timing
+from harness.run.runner import resolve_timing
 
 #: the share of the budget the search may spend; the golden check and the guard get the rest
 SEARCH_SHARE = 0.6
@@ -183,7 +183,7 @@ class Retune:
     def _open_measurer(self, tinfo: dict[str, Any]) -> None:
         run = self.opts.run
         if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
-            run = replace(run, timing=_resolve_timing(self.tot.spec.timing, tinfo))
+            run = replace(run, timing=resolve_timing(self.tot.spec.timing, tinfo))
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
         cache = Cache(self.opts.out / "cache.jsonl")
