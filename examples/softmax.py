@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import KernelSpec, Plot, dim, dtype
+from harness import KernelSpec, Plot, dim, dtype
 
 SIZES = {"fp16": 2, "bf16": 2, "fp32": 4}
 SPEC = KernelSpec(

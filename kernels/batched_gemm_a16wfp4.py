@@ -14,9 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Plot, dim, dtype
 
 SPEC = KernelSpec(
     name="batched_gemm_a16wfp4",

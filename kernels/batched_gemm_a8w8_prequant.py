@@ -20,9 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
 SPEC = KernelSpec(
     name="batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",

@@ -37,9 +37,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Plot, dim, dtype
 
 #: config keys of both GEMM kernels besides the launch options
 GEMM_CONFIG_KEYS = (

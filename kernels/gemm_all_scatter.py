@@ -59,9 +59,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
 #: element size of each dtype, in bytes (SPEC arithmetic; no torch here)
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2}

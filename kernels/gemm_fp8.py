@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
+from harness import ConfigLookup, KernelSpec, Param, Plot, dim
 from kernels import _common as C
 from kernels.gemm import ROW_SCALES, TENSOR_SCALES, run_gemm
-from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim
 
 #: bytes of the scales each scaling reads: two fp32 numbers, or M + N of them
 SCALE_BYTES = {"tensor": lambda p: 8, "row": lambda p: 4 * (p["M"] + p["N"])}

@@ -23,10 +23,9 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
 from kernels.rmsnorm import plan
-from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 #: flops counted per element: the sum (1), x − mean (1), its square and sum (2), ·rstd, ·w, +b (3); per-row

@@ -29,9 +29,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Param, Plot, dim, dtype
 
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 #: flops counted per element: x·x and its sum (2), ·rstd and ·w (2); the per-row mean and rsqrt are left out

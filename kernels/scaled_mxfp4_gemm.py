@@ -43,9 +43,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import ConfigLookup, KernelSpec, Plot, dim, dtype, split_config
 from kernels import _common as C
-from kernels._config import split_config
-from kernels.spec import ConfigLookup, KernelSpec, Plot, dim, dtype
 
 GROUP = 32  # the MXFP4 group along K (kernels._common.MXFP4_GROUP; a literal here so SPEC needs no import)
 

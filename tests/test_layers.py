@@ -14,10 +14,11 @@ from tests.conftest import ROOT
 #: sits low; report is an aggregator above the stages whose outputs it shows (history, retune); cli and
 #: __main__ are the top.
 FLOORS = [
-    ["errors"],
+    ["kernel_api"],  # the kernel contract: standard library only (tests/worker/test_imports.py)
+    ["errors", "__init__"],  # __init__: harness itself, which re-exports the contract
     ["fsutil", "outdir", "worker"],
-    ["results", "envs"],
-    ["inputs"],  # a suite's library path takes ${VAR} as env specs do (envs.schema.expand)
+    ["envs"],  # env specs and venvs: the library reader (inputs/library.py) reads their schema
+    ["results", "inputs"],
     ["run", "compare"],
     ["render"],
     ["explain", "publish", "history", "retune"],
@@ -115,3 +116,19 @@ def test_imports_run_downhill():
 
 def test_no_module_imports_itself_round_a_loop():
     assert not cycles(graph()), f"import circles: {cycles(graph())}"
+
+
+def test_no_private_name_crosses_a_package():
+    """A name or module starting with ``_`` is its package's own: another package importing it would tie itself to
+    what may change without notice (make it public where it is shared)."""
+    crossing = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("harness."):
+                continue
+            if node.module.split(".")[:2] == name.split(".")[:2]:
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            private += [p for p in node.module.split(".") if p.startswith("_") and not p.startswith("__")]
+            crossing += [f"{name} → {node.module}.{p}" for p in private]
+    assert not crossing, "\n".join(crossing)

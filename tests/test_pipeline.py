@@ -58,7 +58,7 @@ import torch
 from harness.inputs.kernel import load_kernel
 from harness.worker.cases import load_kernel as import_kernel
 from kernels import _common as C
-from kernels._config import resolve
+from harness.kernel_api.configs import resolve
 load = lambda name: import_kernel(load_kernel(name).source, ".")
 full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")
 cfg_of = lambda k, M, N, K: resolve(k.SPEC.config.family, C.arch(), M, f"N={N}-K={K}").config
@@ -96,7 +96,7 @@ import torch
 from harness.inputs.kernel import load_kernel
 from harness.worker.cases import load_kernel as import_kernel
 from kernels import _common as C
-from kernels._config import resolve
+from harness.kernel_api.configs import resolve
 load = lambda name: import_kernel(load_kernel(name).source, ".")
 full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")
 cfg_of = lambda k, M, N, K: resolve(k.SPEC.config.family, C.arch(), M, f"N={N}-K={K}").config

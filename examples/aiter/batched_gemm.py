@@ -15,12 +15,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from harness import ConfigLookup
 from kernels import batched_gemm_a8w8 as a8w8
 from kernels import batched_gemm_a8w8_prequant as prequant
 from kernels import batched_gemm_a16wfp4 as a16wfp4
 from kernels import batched_gemm_afp4wfp4 as afp4wfp4
 from kernels import batched_gemm_bf16 as bf16
-from kernels.spec import ConfigLookup
 
 OPS = "aiter.ops.triton.gemm.batched"
 #: what AITER's config files hold besides the launch options: tiles, split-K, and keys its kernels take as

@@ -42,10 +42,9 @@ from harness.results.cells import number
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.options import RunOptions
+from harness.run.orchestrate import Driver
 from harness.run.remeasure import Remeasure
 
-#: measures cases under several envs into their files, interleaved (harness.run.interleave.run_interleaved)
-Measure = Callable[[list[tuple[EnvSpec, Path]], list[Case], RunOptions, str], Any]
 DEFAULT_VERDICTS = ("regression", "failed_in_tot")
 RESERVED = ("golden", "tot")  # the stack keys of golden and TOT
 #: what only a bisection folder holds: a folder with it was written by an older harness bisect (before its marker)
@@ -396,7 +395,7 @@ def _refereed(opts: RunOptions, rule: Rule) -> Remeasure | None:
     return replace(opts.remeasure, referee=rule_referee(rule))
 
 
-def run_rounds(plan: Plan, measure: Measure, log: Callable[[str], None] = print) -> Outcome:
+def run_rounds(plan: Plan, driver: Driver, log: Callable[[str], None] = print) -> Outcome:
     """Round 1 over every case and stack, then the re-measurement rounds of the noisy pairs."""
     res = Outcome(plan)
     rule = plan.cmp.rule
@@ -412,7 +411,7 @@ def run_rounds(plan: Plan, measure: Measure, log: Callable[[str], None] = print)
         try:
             if not done:
                 log(f"round {rnd}: {len(cases)} cases under {', '.join(s.label for s in stacks)}")
-                measure(runs, cases, opts, str(plan.suite))
+                driver.measure(runs, cases, opts, str(plan.suite))
         finally:  # an interrupted round's time counts too: a resumed bisection adds to it
             seconds = _add_seconds(folder, 0.0 if done else time.time() - t0)
         res.rounds.append({"round": rnd, "cases": len(cases), "stacks": [s.label for s in stacks],
@@ -535,7 +534,7 @@ def bisect(
     compare_csv: Path,
     versions: list[str],
     out: Path,
-    measure: Measure,
+    driver: Driver,
     log: Callable[[str], None] = print,
     **options: Any,
 ) -> Outcome:
@@ -554,7 +553,7 @@ def bisect(
     own = (*OWN, "envs") if fresh else OWN
     prepare_out_dir("--out", out, "bisect", inputs=inputs_of(compare_csv, plan.cmp), own=own)
     check_options(out, options_record(plan, versions, options), plan.opts.resume)
-    res = run_rounds(plan, measure, log)
+    res = run_rounds(plan, driver, log)
     res.steps = culprit_steps(res)
     explain_steps(res, log)
     write_outputs(res)

@@ -29,9 +29,8 @@ from harness.inputs.suite import Case
 from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
 from harness.run.options import RunOptions
+from harness.run.orchestrate import Driver
 
-#: measures cases under envs into their files (interleaved when several), as `harness run` does
-Measure = Callable[[list[tuple[EnvSpec, Path]], list[Case], RunOptions, str], Any]
 OWN = ("calibration.csv", "runs")
 
 
@@ -47,12 +46,13 @@ class Plan:
     opts: RunOptions
 
 
-def calibrate(plan: Plan, measure: Measure, log: Callable[[str], None]) -> pd.DataFrame:
-    """Measure and summarize (module docstring); returns the calibration table."""
+def calibrate(plan: Plan, driver: Driver, log: Callable[[str], None]) -> pd.DataFrame:
+    """Measure (through ``driver``, as `harness run` does) and summarize (module docstring); returns the
+    calibration table."""
     runs = plan.out / "runs"
     baseline = runs / "baseline.csv"
     log(f"baseline: {len(plan.cases)} cases under {plan.spec.name}")
-    measure([(plan.spec, baseline)], plan.cases, plan.opts, plan.suite)
+    driver.measure([(plan.spec, baseline)], plan.cases, plan.opts, plan.suite)
     times = _times(load_results(baseline))
     envs = [(plan.spec, "golden"), (plan.spec, "aa")]
     envs += [(_slowed(plan, s, times), f"slow-{s.label}") for s in plan.slowdowns]
@@ -62,7 +62,7 @@ def calibrate(plan: Plan, measure: Measure, log: Callable[[str], None]) -> pd.Da
         folder = runs / f"repeat-{r}"
         pairs = [(spec, folder / f"{name}.csv") for spec, name in envs]
         log(f"repeat {r} of {plan.repeats}: golden, A/A and {', '.join(s.label for s in plan.slowdowns)}")
-        measure(pairs, plan.cases, plan.opts, plan.suite)
+        driver.measure(pairs, plan.cases, plan.opts, plan.suite)
         frames = [load_results(p) for _, p in pairs]
         aa.append(judge_pair(frames[0], frames[1], plan.rule))
         for s, f in zip(plan.slowdowns, frames[2:]):

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from harness.render.terminal import _table, kernel_keys
+from harness.render.terminal import kernel_keys, plain_table
 from harness.render.vocabulary import LOOKS
 from harness.results.cells import text as as_text
 
@@ -98,7 +98,7 @@ def print_table(
         for name, key in keys.items():
             con.print(f"  {key} = {escape(name)}")
     con.print(Text(title, style="bold"))
-    table = _table("")
+    table = plain_table("")
     for c in cols:
         heading = c.heading or c.name
         width = c.min_width or (min(int(as_text(df[c.name]).str.len().max()), 24) if c.fold and len(df) else 0)
@@ -111,6 +111,89 @@ def print_table(
             cells.append(styles[c.name](text) if c.name in styles and text else escape(text))
         table.add_row(*cells)
     con.print(table)
+
+
+def print_listing(con: Console, runs: pd.DataFrame, comps: pd.DataFrame, cals: pd.DataFrame) -> None:
+    """`harness history list`: the stored runs, comparisons and (when any) calibrations, a table each."""
+    _print_runs(con, runs)
+    _print_comparisons(con, comps)
+    if len(cals):
+        _print_calibrations(con, cals)
+
+
+def _print_runs(con: Console, runs: pd.DataFrame) -> None:
+    runs = runs.assign(
+        tags=runs["tags"].str.replace(",", ", "),
+        gpu=runs["gpu_name"].map(gpu_model),
+        stack=runs["env_name"] + "@" + runs["triton_version"].map(text_or),
+    )
+    print_table(
+        con,
+        runs,
+        [
+            Col("id", "run", justify="right"),
+            Col("run_at", "when", "when"),
+            Col("stack"),
+            Col("gpu"),
+            Col("rows", justify="right"),
+            Col("file_name", "file", fold=True),
+            Col("tags", fold=True),
+        ],
+        f"{len(runs)} runs",
+    )
+
+
+def _print_comparisons(con: Console, comps: pd.DataFrame) -> None:
+    comps = comps.assign(
+        tags=comps["tags"].str.replace(",", ", "),
+        gpu=comps["gpu_name"].map(gpu_model),
+        stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
+        runs=comps["golden_run_id"].map(run_ref) + " vs " + comps["tot_run_id"].map(run_ref),
+        reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
+    )
+    print_table(
+        con,
+        comps,
+        [
+            Col("id", "cmp", justify="right"),
+            Col("when", "when", "when"),
+            Col("stacks", "Triton"),
+            Col("runs"),
+            Col("gpu"),
+            Col("reg", justify="right"),
+            Col("cases", justify="right"),
+            Col("tags", fold=True),
+        ],
+        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
+    )
+
+
+def _print_calibrations(con: Console, cals: pd.DataFrame) -> None:
+    cals = cals.assign(
+        gpu=cals["gpu_name"].map(gpu_model),
+        stack=cals["env_name"].map(text_or) + "@" + cals["triton_version"].map(text_or),
+    )
+    cols = [
+        Col("id", "cal", justify="right"),
+        Col("when", "when", "when"),
+        Col("stack"),
+        Col("gpu"),
+        Col("unresolved", "coarse", justify="right"),
+        Col("cases", justify="right"),
+        Col("slowdowns", fold=True),
+    ]
+    print_table(con, cals, cols, f"{len(cals)} calibrations (coarse: cases that cannot resolve the rule)")
+
+
+def _regressions(n: Any, ambiguous: Any) -> str:
+    """``3`` or ``3 (1?)``: how many regressions, how many of them ambiguous (unknown for older comparisons)."""
+    amb = 0 if ambiguous is None or pd.isna(ambiguous) else int(ambiguous)
+    return f"{int(n)} ({amb}?)" if amb else str(int(n))
+
+
+def run_ref(v: Any) -> str:
+    """``#12``: a run by its id; ``?`` when unknown."""
+    return "?" if v is None or pd.isna(v) else f"#{int(v)}"
 
 
 def to_csv(df: pd.DataFrame) -> str:

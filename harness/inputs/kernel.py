@@ -1,8 +1,9 @@
 """A kernel's SPEC, read from its file without importing it (the driver may have no torch or triton).
 
-The file's top-level statements are evaluated in a namespace that holds only kernels.spec, a few standard
-modules and safe builtins: imports of anything else, and statements that need them (``@triton.jit`` functions,
-``DTYPES = {"bf16": torch.bfloat16}``), are skipped. What remains is what a SPEC may use: literals, constants,
+The file's top-level statements are evaluated in a namespace that holds only the kernel contract (``harness``,
+``harness.kernel_api``, and the old ``kernels.spec``), a few standard modules and safe builtins: imports of
+anything else, and statements that need them (``@triton.jit`` functions, ``DTYPES = {"bf16": torch.bfloat16}``),
+are skipped. What remains is what a SPEC may use: literals, constants,
 pure functions and lambdas. For ``file.py:name`` the SPEC is the class attribute of ``name`` (inherited from a
 class of the same file). Everything wrong with a kernel file is one line naming the file, before anything runs.
 """
@@ -18,14 +19,23 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import harness.kernel_api as contract
+import kernels
 from harness.errors import HarnessError, did_you_mean
-from kernels import spec as S
+from harness.kernel_api import spec as S
 
-KERNELS_DIR = Path(S.__file__).resolve().parent
+KERNELS_DIR = Path(kernels.__file__).resolve().parent
 #: functions every kernel file defines (on the module, or on the ``:name`` object)
 INTERFACE = ("make_inputs", "launch", "reference")
 #: modules a SPEC may use; every other import is skipped
-PURE_MODULES = {"math": math, "kernels.spec": S, "dataclasses": __import__("dataclasses")}
+PURE_MODULES = {
+    "math": math,
+    "dataclasses": __import__("dataclasses"),
+    "harness": contract,  # `from harness import KernelSpec`: the public names are the contract's
+    "harness.kernel_api": contract,
+    "harness.kernel_api.spec": S,
+    "kernels.spec": S,  # the deprecated re-export, for kernel files written before the contract was public
+}
 SAFE_BUILTINS = {
     n: getattr(builtins, n)
     for n in [
@@ -137,8 +147,7 @@ def load_file(path: str, attr: str) -> Kernel:
     if not isinstance(spec, S.KernelSpec):
         got = "no SPEC" if spec is None else f"SPEC is a {type(spec).__name__}"
         raise HarnessError(
-            f"{where}: not a kernel: {got} (declare SPEC = KernelSpec(...) from kernels.spec; "
-            "see docs/writing-kernels.md)"
+            f"{where}: not a kernel: {got} (declare SPEC = KernelSpec(...) from harness; see docs/writing-kernels.md)"
         )
     missing = [f for f in (*INTERFACE, *spec.hooks) if f not in defined]
     if missing:
@@ -181,8 +190,8 @@ def _assigns(node: ast.stmt, name: str) -> bool:
 
 
 def _module(name: str) -> Any:
-    """A module a SPEC may use: math, dataclasses, kernels.spec, or another module of kernels/ as the namespace of
-    its own pure names (so a user kernel can build on a shipped kernel's SPEC); None for anything else."""
+    """A module a SPEC may use: math, dataclasses, the contract (harness), or another module of kernels/ as the
+    namespace of its own pure names (so a user kernel can build on a shipped kernel's SPEC); None for anything else."""
     if name in PURE_MODULES:
         return PURE_MODULES[name]
     head, _, tail = name.partition(".")
@@ -235,7 +244,7 @@ def _try_exec(node: ast.stmt, ns: dict[str, Any], path: str, strict: bool) -> No
         if strict:
             raise HarnessError(
                 f"{path}: line {node.lineno}: SPEC cannot be evaluated without importing the kernel "
-                f"({type(err).__name__}: {err}); a SPEC may use literals, kernels.spec, math and the file's "
+                f"({type(err).__name__}: {err}); a SPEC may use literals, harness's KernelSpec, math and the file's "
                 "pure functions and constants"
             ) from None
 

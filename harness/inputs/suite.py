@@ -12,8 +12,8 @@
         # zip: shapes.csv             # or the points from a CSV (header: parameter names) or JSON file
         config: {BLOCK_SIZE_M: [32, 64], num_warps: [4, 8]}   # overrides of the config files; lists sweep
 
-Every field is a parameter the kernel declares (kernels/spec.py), typed and range-checked, its default filled in
-when the suite gives none; anything unknown, missing or mistyped is one line naming the file, the entry and the
+Every field is a parameter the kernel declares (harness/kernel_api/spec.py), typed and range-checked, its default
+filled in when the suite gives none; anything unknown, missing or mistyped is one line naming the file, the entry and the
 key, before anything runs (docs/suites-and-kernels.md).
 """
 
@@ -32,8 +32,8 @@ import yaml
 from harness.errors import HarnessError, did_you_mean, unknown_key
 from harness.inputs.kernel import KERNELS_DIR, Kernel, load_kernel
 from harness.inputs.library import Library, Settings, settings
-from kernels import spec as S
-from kernels._config import (
+from harness.kernel_api import spec as S
+from harness.kernel_api.configs import (
     LAUNCH_OPTION_KEYS,
     ConfigError,
     bad_config_values,
@@ -41,7 +41,7 @@ from kernels._config import (
     config_value_problem,
     unknown_config_keys,
 )
-from kernels._layout import is_family_file
+from harness.kernel_api.layout import is_family_file
 
 TOP_KEYS = ("name", "include", "defaults", "entries", "configs", "config_arch", "library")
 #: entry keys that are not parameters
@@ -365,7 +365,7 @@ def search_folders(case: Case, directory: Path | None = None) -> tuple[str, ...]
 
 
 def config_files(family: str, directory: Path, layout: str = "harness") -> list[Path]:
-    """Every arch's config files of one family in a folder, as ``layout`` names them (kernels/_layout.py)."""
+    """Every arch's config files of one family in a folder, as ``layout`` names them (harness/kernel_api/layout.py)."""
     found = directory.glob("*.json") if layout == "harness" else directory.rglob("*.json")
     return sorted(f for f in found if is_family_file(layout, family, f.relative_to(directory).parts))
 

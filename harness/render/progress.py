@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from harness.run.orchestrate import Driver
 
 
 @contextmanager
@@ -69,3 +73,15 @@ def byte_bars(con: Console) -> Iterator[Callable[[str, int, int], None]]:
             bar.update(tasks[stage], completed=done, total=total)
 
         yield update
+
+
+def console_driver(con: Console) -> Driver:
+    """The driver every measuring command hands its stage: these bars on ``con``, warnings as red lines there."""
+    from functools import partial
+
+    from harness.run.orchestrate import Driver
+
+    def say(message: str) -> None:
+        con.print(f"WARNING: {message}", style="bold red", markup=False, highlight=False)
+
+    return Driver(bars=partial(env_bars, con), part_bars=partial(part_bars, con), warn=say)

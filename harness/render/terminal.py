@@ -8,6 +8,7 @@ Failed, missing and skipped cases are listed one a line with their one-line erro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ def stderr() -> Console:
     return Console(stderr=True, highlight=False, emoji=False)
 
 
-def _table(title: str, gap: int = 2) -> Table:
+def plain_table(title: str, gap: int = 2) -> Table:
     """A table without borders, ``gap`` (1 or 2) spaces between columns (SIMPLE_HEAD's divider is one)."""
     return Table(
         title=title,
@@ -130,7 +131,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
             con.print(f"  {key} = {escape(name)}")
 
     counts = cmp.counts()
-    summary = _table(f"{len(t)} cases")
+    summary = plain_table(f"{len(t)} cases")
     summary.add_column("verdict", no_wrap=True)
     summary.add_column("cases", justify="right", no_wrap=True)
     summary.add_column("", no_wrap=True)
@@ -154,7 +155,7 @@ def _print_per_kernel(con: Console, cmp: Comparison, keys: dict[str, str]) -> No
     pk = cmp.per_kernel()
     if len(pk) < 2:
         return
-    table = _table("per kernel", gap=1)  # up to fourteen columns
+    table = plain_table("per kernel", gap=1)  # up to fourteen columns
     table.add_column("kernel", no_wrap=True)  # keys are short by construction
     table.add_column("cases", justify="right", no_wrap=True)
     for v in pk.columns:
@@ -173,7 +174,7 @@ def _print_regressions(con: Console, t: pd.DataFrame, keys: dict[str, str], wors
             con.print("[green]no regressions[/]")
         return
     reg = reg.iloc[worst_first(reg)].head(worst)
-    table = _table(f"worst {len(reg)} of {int((t['verdict'] == 'regression').sum())} regressions (times in µs)")
+    table = plain_table(f"worst {len(reg)} of {int((t['verdict'] == 'regression').sum())} regressions (times in µs)")
     table.add_column("kernel", no_wrap=True)
     table.add_column("case_id", overflow="fold")
     for c in ("golden", "TOT", "Δ%", "limit"):
@@ -218,3 +219,16 @@ def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str
     labels = [case_label(k, c) for k, c in zip(shown["kernel"], shown["case_id"])]
     texts = [f"{s}: {first_line('' if pd.isna(e) else str(e))}".rstrip(": ") for s, e in zip(shown["status"], errors)]
     return case_lines(labels, texts, len(bad), first)
+
+
+def print_failed(con: Console, out: Path, counts: dict[str, int]) -> None:
+    """OUT's cases that failed or were skipped, with the first line of their error (the CSV has the rest)."""
+    if all(k in ("ok", "unstable") for k in counts):
+        return
+    from harness.results.load import load_results
+    from harness.results.schema import TIMED_STATUSES
+
+    df = load_results(out)
+    n = int((~df["status"].isin(TIMED_STATUSES)).sum())
+    head = f"{out}: {n} cases not timed (the first line of each error; all of it in the CSV's error column):"
+    print_lines(con, head, failed_row_lines(df))

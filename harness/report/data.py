@@ -26,7 +26,7 @@ class Run:
     env: dict[str, Any] = field(default_factory=dict)
 
     def kernel(self, name: str) -> dict[str, Any]:
-        """The kernel's summary (kernels/spec.py KernelSpec.summary): from the sidecar, else from the shipped
+        """The kernel's summary (harness/kernel_api/spec.py KernelSpec.summary): from the sidecar, else from the shipped
         kernel of that name (version 1 files), else {}."""
         found = (self.env.get("kernels") or {}).get(name)
         if found:

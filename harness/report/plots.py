@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from harness.kernel_api.spec import config_label as _config_label
 from harness.render.vocabulary import LOOKS
 from harness.report.data import Run, params_frame, timed
 from harness.report.peaks import kernel_ceiling
 from harness.results.cells import joined
-from kernels.spec import config_label as _config_label
 
 #: plot colours of the verdicts a delta plot shows
 VERDICT_COLORS = {
@@ -26,7 +26,7 @@ VERDICT_COLORS = {
 
 
 def config_label(cfg: str) -> str:
-    """A config JSON in short form (kernels.spec.config_label: ``BM64 BN128 w4``); ``default`` when empty."""
+    """A config JSON in short form (the contract's config_label: ``BM64 BN128 w4``); ``default`` when empty."""
     import json
 
     try:

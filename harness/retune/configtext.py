@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kernels._config import NOTES
+from harness.kernel_api.configs import NOTES
 
 #: the note a retune writes: per bucket, the Triton and GPU it was tuned for
 TUNED_FOR = NOTES[0]

@@ -22,12 +22,12 @@ from harness.envs.venv import check_venv
 from harness.errors import HarnessError
 from harness.inputs.kernel import Kernel, load_kernel, registry
 from harness.inputs.suite import Case, config_files
+from harness.kernel_api import spec as S
 from harness.results.cells import number
 from harness.results.load import params_of
 from harness.retune.measure import Stack
 from harness.retune.placement import Lookup, Where, resolve
 from harness.run.workers import start_worker
-from kernels import spec as S
 
 #: COMPARE verdicts a retune tries to remove
 TARGETS = ("regression", "failed_in_tot")
@@ -161,7 +161,7 @@ def snapshot(directory: Path) -> dict[str, str]:
 
 def family_configs(family: str, directory: Path) -> list[dict[str, Any]]:
     """Every bucket's config of a family, all arches (notes left out)."""
-    from kernels._config import ConfigError, read_config_file
+    from harness.kernel_api.configs import ConfigError, read_config_file
 
     found = []
     for f in config_files(family, directory):

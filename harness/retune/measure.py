@@ -1,9 +1,9 @@
 """Timing candidates with the machinery of `harness run`: the same worker, timing and stability rule.
 
 A batch of (case, config) pairs is a list of suite cases whose config overrides are the whole candidate config
-(``Case(kernel, params, overrides=config)``), measured by ``run_suite`` into ``DIR/runs/<name>.csv``; a guard is
-``run_interleaved`` over four environments — golden and TOT, each pointed at a folder of config files
-(``HARNESS_CONFIG_DIR``) — measuring the changed cases exactly as a suite names them, so the worker resolves each
+(``Case(kernel, params, overrides=config)``), measured through the run driver (``harness.run.orchestrate``) into
+``DIR/runs/<name>.csv``; a guard interleaves four environments — golden and TOT, each pointed at a folder of
+config files (``HARNESS_CONFIG_DIR``) — measuring the changed cases exactly as a suite names them, so the worker resolves each
 case's config from the files the retune would write. A batch's file name is a hash of what it measures: a retune
 killed in the middle of a batch asks for the same batch again and ``--resume`` finishes it, and every finished
 batch's timings go to the cache before the search reads them.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,12 +27,9 @@ from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
 from harness.retune.cache import Cache, Entry, Key, digest, make_key, source_hash
 from harness.retune.guard import Measured
-from harness.run.interleave import run_interleaved
 from harness.run.options import RunOptions
-from harness.run.runner import run_suite
+from harness.run.orchestrate import Driver
 
-#: progress callback factory: (bar names) -> context manager yielding (bar index, label, done, total) -> None
-Bars = Callable[[list[str]], AbstractContextManager]
 #: the four measurements of a guard, in run order
 ROLES = ("golden_old", "tot_old", "golden_new", "tot_new")
 
@@ -128,11 +125,13 @@ class Measurer:
         stacks: dict[str, Stack],
         cache: Cache,
         opts: RunOptions,
-        bars: Bars | None = None,
+        driver: Driver | None = None,
         cost: Cost | None = None,
     ):
         self.runs_dir = Path(out) / "runs"
-        self.stacks, self.cache, self.opts, self.bars = stacks, cache, replace(opts, resume=True), bars
+        self.stacks, self.cache, self.opts = stacks, cache, replace(opts, resume=True)
+        # each run checks and locks its own file: retune holds the lock on OUT, and a rerun resumes every run
+        self.driver = driver or Driver()
         self.cost = cost or Cost()
         self.progress: Callable[[Cost], None] | None = None  # told after every run (retune.py keeps the total)
         self._sources: dict[str, str] = {}
@@ -162,9 +161,8 @@ class Measurer:
         manifest = self._manifest(name, [[it.case.key, it.config] for it, _ in todo.values()])
         spec = with_configs(self.stacks[stack].spec, configs)
         out = self.runs_dir / f"{name}.csv"
-        with self._bars([f"{phase} {stack}"]) as bar, self._clock(phase):
-            progress = (lambda label, i, n: bar(0, label, i, n)) if bar else None
-            run_suite(spec, cases, out, self.opts, progress=progress, suite_name=str(manifest))
+        with self._clock(phase):
+            self.driver.measure([(spec, out)], cases, self.opts, str(manifest), names=[f"{phase} {stack}"], lock=False)
         rows = load_results(out).to_dict("records")
         by_id = {f"{r['kernel']}/{r['case_id']}": r for r in rows}
         entries = []
@@ -198,8 +196,10 @@ class Measurer:
         manifest = self._manifest(name, [[g.case.key, g.golden_old, g.tot_old, g.new] for g in need])
         runs = [(with_configs(self.stacks[_stack(r)].spec, dirs[r]), self.runs_dir / f"{name}-{r}.csv") for r in ROLES]
         cases = [g.case for g in need]
-        with self._bars([r.replace("_", " ") for r in ROLES]) as bar, self._clock(phase):
-            run_interleaved(runs, cases, self.opts, progress=bar, suite_name=str(manifest), warn=lambda m: None)
+        names = [r.replace("_", " ") for r in ROLES]
+        quiet = replace(self.driver, warn=_ignore)  # the guard's verdicts are its findings, not the run's warnings
+        with self._clock(phase):
+            quiet.measure(runs, cases, self.opts, str(manifest), names=names, lock=False)
         entries = []
         for role, (_, out) in zip(ROLES, runs):
             # by kernel and case: two kernels of one run may share a case id (a8w8 and a16wfp4 B128_M512_N512_K128)
@@ -236,8 +236,9 @@ class Measurer:
             if self.progress:
                 self.progress(self.cost)
 
-    def _bars(self, names: list[str]) -> AbstractContextManager:
-        return self.bars(names) if self.bars else nullcontext(None)
+
+def _ignore(message: str) -> None:
+    return None
 
 
 def _stack(role: str) -> str:

@@ -1,4 +1,5 @@
-"""Where a new config goes, by the lookup rule of kernels/_config.py. Pure: config files as texts in, texts out.
+"""Where a new config goes, by the lookup rule of harness/kernel_api/configs.py. Pure: config files as texts in,
+texts out.
 
 AITER's lookup reads ``{arch}-{family}-N=..-K=...json`` when it exists, else ``{arch}-{family}.json``, never
 merged, and in it the first bucket that matches. So a bucket of the default file serves every M in its range
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.kernel_api.configs import config_paths, is_note, pick_bucket
 from harness.retune.configtext import replace_bucket, with_note
-from kernels._config import config_paths, is_note, pick_bucket
 
 #: config files by name → their text
 Files = Mapping[str, str]
@@ -64,7 +65,7 @@ def buckets(text: str) -> dict[str, dict[str, Any]]:
 
 
 def resolve(files: Files, lookup: Lookup) -> Where | None:
-    """The file, bucket and config a case gets from ``files`` (kernels._config.resolve's rule); None when its
+    """The file, bucket and config a case gets from ``files`` (harness.kernel_api.configs.resolve's rule); None when its
     default file is missing or no bucket matches."""
     default, specific = file_names(lookup)
     if default not in files:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels._config import config_value_problem
+from harness.kernel_api.configs import config_value_problem
 
 #: keys that are tile sizes: ``tl.arange`` needs a power of two
 TILE_KEY = re.compile(r"^BLOCK(_SIZE)?_[A-Z0-9]+$")

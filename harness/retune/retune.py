@@ -29,19 +29,20 @@ from harness.compare.rule import Rule, verdict_of
 from harness.compare.store import load_compare
 from harness.errors import HarnessError, did_you_mean
 from harness.fsutil import write_text
+from harness.kernel_api.configs import config_dir
 from harness.retune import inputs as I
 from harness.retune.cache import Cache, digest
 from harness.retune.guard import Decision, Measured, decide, guard_referee, judge, pct, slower, us
 from harness.retune.hints import cache_file, load_hints
-from harness.retune.measure import Bars, Cost, GuardCase, Item, Measurer, Stack
+from harness.retune.measure import Cost, GuardCase, Item, Measurer, Stack
 from harness.retune.placement import Option, changes, file_names, options, per_shape_text, resolve
 from harness.retune.prune import Learned, static_problem
 from harness.retune.search import SlotCase, SlotSearch
 from harness.retune.space import backend_of, build_space, config_key
 from harness.run.locks import lock_output
 from harness.run.options import RunOptions
-from harness.run.runner import _resolve_timing
-from kernels._config import config_dir
+from harness.run.orchestrate import Driver
+from harness.run.runner import resolve_timing
 
 #: the share of the budget the search may spend; the golden check and the guard get the rest
 SEARCH_SHARE = 0.6
@@ -127,8 +128,8 @@ class Change:
 
 
 class Retune:
-    def __init__(self, opts: Options, log: Log, bars: Bars | None = None):
-        self.opts, self.log, self.bars = opts, log, bars
+    def __init__(self, opts: Options, log: Log, driver: Driver | None = None):
+        self.opts, self.log, self.driver = opts, log, driver
         self.notes: list[str] = []
         self.kept: list[Change] = []
         self.rejected: list[dict[str, Any]] = []
@@ -182,13 +183,13 @@ class Retune:
     def _open_measurer(self, tinfo: dict[str, Any]) -> None:
         run = self.opts.run
         if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
-            run = replace(run, timing=_resolve_timing(self.tot.spec.timing, tinfo))
+            run = replace(run, timing=resolve_timing(self.tot.spec.timing, tinfo))
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
         cache = Cache(self.opts.out / "cache.jsonl")
         if run.remeasure is not None:  # the guard's own pairs decide whether a case needs more reps
             run = replace(run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule)))
-        self.measurer = Measurer(self.opts.out, stacks, cache, run, self.bars, self._cost_so_far())
+        self.measurer = Measurer(self.opts.out, stacks, cache, run, self.driver, self._cost_so_far())
         self.measurer.progress = self._save_cost
         self._learn_cached({s.ident for s in stacks.values()})
 
@@ -738,7 +739,7 @@ def _plain(r: dict[str, Any]) -> dict[str, Any]:
 OWN = ("cache.jsonl", "progress.json", "retune.json", "states", "logs")
 
 
-def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
+def retune(opts: Options, log: Log, driver: Driver | None = None) -> dict[str, Any]:
     """Run a retune into ``opts.out`` (locked while it runs); returns the report's data, also written to
     DIR/retune.json, DIR/retune.md and DIR/retune.html."""
     from harness.retune.report import write_reports
@@ -762,7 +763,7 @@ def retune(opts: Options, log: Log, bars: Bars | None = None) -> dict[str, Any]:
         check_venv(load_env_spec(name))
     prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN)
     with lock_output(opts.out / "retune"):
-        r = Retune(opts, log, bars)
+        r = Retune(opts, log, driver)
         r.open()
         slots = r.slots()
         asked = r._asked(slots)

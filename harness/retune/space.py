@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernels._config import LAUNCH_OPTIONS
+from harness.kernel_api.configs import LAUNCH_OPTIONS
 
 #: how many of level 1's best single moves level 2 combines
 PATTERN_MOVES = 3

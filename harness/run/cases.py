@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.inputs.suite import Case
+from harness.kernel_api.spec import ConfigLookup
 from harness.run import groupcheck, stability
-from kernels.spec import ConfigLookup
 
 
 def worker_case(case: Case) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.envs.spec import EnvSpec
+from harness.errors import HarnessError
 from harness.results.schema import sidecar_path
 from harness.run import stability
 from harness.run.locks import resume_conflict
@@ -51,6 +52,12 @@ class RunOptions:
     #: interleaved runs: measure the cases a referee calls undecided again, within a budget (remeasure.py); the
     #: caller injects the referee, so the run stage never learns the rule. None: the stability rule's reps only
     remeasure: Remeasure | None = None
+
+
+def check_timeout(timeout: float) -> None:
+    """--timeout of every command that measures: a finite number of seconds, else bad input."""
+    if not 0 < timeout < float("inf"):
+        raise HarnessError(f"--timeout {timeout:g}: expected a number of seconds > 0")
 
 
 def moves_inputs(opts: RunOptions, timing: str) -> bool:

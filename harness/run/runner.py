@@ -120,7 +120,7 @@ class SuiteRun:
         done = self._done_keys()
         self.todo = [CaseState.of(c) for c in self.cases if f"{c.name}\x1f{c.case_id}" not in done]
         self.worker = self._start()
-        self.timing = _resolve_timing(self.timing, self.info)
+        self.timing = resolve_timing(self.timing, self.info)
         if self.timing != self.worker.timing:
             self.worker.close()
             self.worker = self._start()
@@ -463,7 +463,8 @@ def _sidecar_groups(out: Path) -> dict[str, Any]:
         return {}
 
 
-def _resolve_timing(timing: str, info: dict[str, Any]) -> str:
+def resolve_timing(timing: str, info: dict[str, Any]) -> str:
+    """The timing backend ``auto`` stands for on the stack the worker reported (``info``); others as given."""
     if timing != "auto":
         return timing
     backend = info.get("backend")

@@ -22,7 +22,7 @@ class CaseView:
 
 def view(cases: list[Case], arch: str) -> list[CaseView]:
     """Each case with the config it resolves to on ``arch`` (or its config arch), from the folders it searches."""
-    from kernels import _config as configs
+    from harness.kernel_api import configs
 
     return [_one(c, arch, configs) for c in cases]
 

@@ -34,8 +34,8 @@ class Session:
         self.ranks = Ranks(torch) if world_size() > 1 else None
         import triton
 
+        from harness.kernel_api import configs
         from kernels import _common as common
-        from kernels import _config as configs
 
         self.torch, self.triton, self.C, self.configs = torch, triton, common, configs
         self.repo, self.timing, self.mem_budget = repo, timing, mem_budget

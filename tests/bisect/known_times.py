@@ -69,14 +69,14 @@ def plan(folder: Path, compare_csv: Path, releases: list[str], tot: bool = True,
 
 
 class KnownTimes:
-    """``measure`` for run_rounds: writes each env's file from ``times[(stack key, case_id)](round)``, and keeps
+    """The driver for run_rounds: ``measure`` writes each env's file from ``times[(stack key, case_id)](round)``, and keeps
     which stacks and cases each round measured."""
 
     def __init__(self, times: dict[tuple[str, str], Reps]):
         self.times = times
         self.calls: list[tuple[int, list[str], list[str]]] = []
 
-    def __call__(self, runs, cases, opts, suite) -> None:  # noqa: ANN001 - run_interleaved's arguments
+    def measure(self, runs, cases, opts, suite) -> None:  # noqa: ANN001 - Driver.measure's arguments
         rnd = int(Path(runs[0][1]).parent.name.split("-")[1])
         self.calls.append((rnd, [Path(p).stem for _, p in runs], [c.case_id for c in cases]))
         for _, path in runs:

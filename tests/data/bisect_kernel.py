@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import KernelSpec, Param, dim
+from harness import KernelSpec, Param, dim
 
 GOOD, GOLDEN, BAD = 25.0, 40.0, 60.0
 #: history -> {Triton version: ms, "alt" or "first"}; versions not listed sleep GOLDEN

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import KernelSpec
+from harness import KernelSpec
 
 CHAINED = KernelSpec(name="chained", params=(), flops=lambda p: 1.0, bytes=lambda p: 1.0, tolerance=1e-3)
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import torch
 import torch.distributed as dist
 
-from kernels.spec import KernelSpec, dim
+from harness import KernelSpec, dim
 
 GATHER = KernelSpec(
     name="allgather_rows",

@@ -19,7 +19,7 @@ import time
 import torch
 import triton
 
-from kernels.spec import ConfigLookup, KernelSpec, dim
+from harness import ConfigLookup, KernelSpec, dim
 
 #: seconds per unit of cost
 UNIT = 0.02

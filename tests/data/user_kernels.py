@@ -10,8 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
+from harness import KernelSpec
 from kernels import batched_gemm_bf16 as base
-from kernels.spec import KernelSpec
 
 #: the shipped bf16 kernel's declaration without its config files (the suite's config is the config); each class
 #: below renames it, so that one suite can hold them all

@@ -12,12 +12,12 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.inputs.kernel import load_kernel, registry
-from kernels.spec import KernelSpec
+from harness.kernel_api.spec import KernelSpec
 from tests.conftest import DATA, ROOT
 
 USER = DATA / "user_kernels.py"
 SPEC = """
-from kernels.spec import KernelSpec, Param, dim
+from harness import KernelSpec, Param, dim
 
 SPEC = KernelSpec(name="k", params=(dim("N"),), flops=lambda p: 2.0 * p["N"], bytes=lambda p: 4.0 * p["N"])
 """
@@ -143,7 +143,7 @@ def test_a_hook_must_be_declared_and_defined(tmp_path):
     ],
 )
 def test_a_bad_declaration_is_one_line_naming_file_and_line(tmp_path, spec, fragment):
-    head = "from kernels.spec import ConfigLookup, KernelSpec, Param, dim\nimport torch\n\nSPEC = "
+    head = "from harness import ConfigLookup, KernelSpec, Param, dim\nimport torch\n\nSPEC = "
     kfile(tmp_path, head + spec + "\n" + BODY)
     refused("k.py", tmp_path, str(tmp_path / "k.py"), fragment)
 
@@ -153,7 +153,7 @@ def test_a_spec_may_use_the_files_pure_functions_and_constants(tmp_path):
     import math
     import torch
     import triton
-    from kernels.spec import KernelSpec, dim
+    from harness import KernelSpec, dim
 
     GROUP = 32
     DTYPES = {"bf16": torch.bfloat16}  # needs torch: skipped by the driver, unused by SPEC
@@ -172,3 +172,12 @@ def test_a_spec_may_use_the_files_pure_functions_and_constants(tmp_path):
     """
     k = load_kernel(str(kfile(tmp_path, textwrap.dedent(text) + BODY)))
     assert k.spec.flops_of({"N": 64}) == 256.0 and k.spec.bytes_of({"N": 2}) == 64.0
+
+
+def test_a_kernel_written_against_the_old_kernels_spec_still_loads(tmp_path):
+    """kernels.spec re-exports the contract for one release: files in other repositories import it."""
+    import harness
+    from kernels import spec as old
+
+    k = load_kernel(str(kfile(tmp_path, SPEC.replace("from harness import", "from kernels.spec import") + BODY)))
+    assert isinstance(k.spec, harness.KernelSpec) and old.KernelSpec is harness.KernelSpec and old.dim is harness.dim

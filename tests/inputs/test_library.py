@@ -13,11 +13,11 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.inputs.suite import as_config_arch, load_suite
+from harness.kernel_api import configs as _config
 from harness.run.cases import worker_case
 from harness.run.suiteview import lines, view
 from harness.worker.cases import resolve_config
 from harness.worker.errors import error_text
-from kernels import _config
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "data" / "fake_aiter"
@@ -185,7 +185,7 @@ def test_config_folders_precedence_suite_then_spec_never_harness(tmp_path):
     (kdir / "cfg").mkdir(parents=True)
     (sdir / "mine").mkdir(parents=True)
     (kdir / "k.py").write_text(
-        "from kernels.spec import ConfigLookup, KernelSpec, dim\n"
+        "from harness import ConfigLookup, KernelSpec, dim\n"
         "SPEC = KernelSpec(name='mine', params=(dim('M'), dim('N'), dim('K')), flops=lambda p: 1.0,\n"
         "    bytes=lambda p: 1.0, config=ConfigLookup('BATCHED_GEMM-A16W16', folders=('cfg',)),\n"
         "    config_keys=('BLOCK_SIZE_M',))\n"

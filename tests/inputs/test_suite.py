@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harness.errors import HarnessError
 from harness.inputs.kernel import load_kernel, registry
 from harness.inputs.suite import Case, check_config_files, config_files, load_suite, select
-from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS
+from harness.kernel_api.configs import CONFIG_DIR, LAUNCH_OPTION_KEYS
 from tests.conftest import DATA, ROOT
 
 REGISTRY = list(registry())
@@ -164,8 +164,8 @@ def test_declared_config_keys_are_the_ones_each_kernel_reads(name, monkeypatch):
     C = _interpreter()
     import torch
 
+    from harness.kernel_api.configs import resolve
     from harness.worker.cases import load_kernel as import_kernel
-    from kernels._config import resolve
 
     spec = load_kernel(name).spec
     k, read = import_kernel(load_kernel(name).source, str(ROOT)), set()

@@ -23,7 +23,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is firs
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
-from kernels._config import read_config_file, resolve  # noqa: E402
+from harness.kernel_api.configs import read_config_file, resolve  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "attention.py"
 CONFIGS = ROOT / "kernels" / "configs"
@@ -176,7 +176,7 @@ def test_spec_loads_without_torch_and_counts_the_work():
     [({"D": 96}, "not one of 64, 128"), ({"GQA": 0}, "must be >= 1"), ({"dtype": "fp8"}, "not one of bf16, fp16")],
 )
 def test_spec_refuses_what_the_kernel_cannot_run(given, message):
-    from kernels.spec import SpecError
+    from harness.kernel_api.spec import SpecError
 
     spec = load_kernel(str(KERNEL)).spec
     with pytest.raises(SpecError, match=message):

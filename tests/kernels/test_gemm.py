@@ -41,9 +41,9 @@ def _interp_job(job: dict[str, Any]) -> dict[str, Any]:
     """Launch one case as the worker does (poisoned output, resolved config + overrides) and measure it."""
     import torch
 
+    from harness.kernel_api.configs import resolve
     from kernels import _common as C
     from kernels import gemm
-    from kernels._config import resolve
 
     mod = _module(job["file"])
     calls = {"persistent": 0}
@@ -89,9 +89,9 @@ def _exact_fp8_job(job: dict[str, Any]) -> dict[str, Any]:
     rounding separates it from the float64 reference (its bf16 store truncates, which hides that)."""
     import torch
 
+    from harness.kernel_api.configs import resolve
     from kernels import _common as C
     from kernels import gemm, gemm_fp8
-    from kernels._config import resolve
 
     p = job["params"]
     inputs = gemm_fp8.make_inputs(p, 3)
@@ -104,9 +104,9 @@ def _exact_fp8_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def _splitk_job(job: dict[str, Any]) -> dict[str, Any]:
     """Split-K against the unsplit kernel on the same inputs: the same sums in another order."""
+    from harness.kernel_api.configs import resolve
     from kernels import _common as C
     from kernels import gemm
-    from kernels._config import resolve
 
     p = job["params"]
     inputs = gemm.make_inputs(p, 7)
@@ -247,7 +247,7 @@ import pytest  # noqa: E402
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
-from kernels._config import read_config_file, resolve  # noqa: E402
+from harness.kernel_api.configs import read_config_file, resolve  # noqa: E402
 
 SPECS = {name: load_kernel(f"kernels/{name}.py", ROOT).spec for name in SM90_FAMILIES}
 FP16_SHAPES = [(1, 32, 64), (16, 32, 256), (37, 40, 72), (64, 96, 160)]

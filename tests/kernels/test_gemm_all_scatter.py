@@ -51,9 +51,9 @@ def _case_job(job: dict[str, Any]) -> dict[str, Any]:
     """One case as the worker runs it: its kernel's code, resolved config, poisoned output, the reference."""
     import torch
 
+    from harness.kernel_api.configs import resolve
     from harness.worker.cases import load_kernel
     from kernels import _common as C
-    from kernels._config import resolve
 
     mod = load_kernel(str(ROOT / job["file"]), str(ROOT))
     p = job["params"]
@@ -214,7 +214,7 @@ import pytest  # noqa: E402
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
-from kernels._config import read_config_file, resolve  # noqa: E402
+from harness.kernel_api.configs import read_config_file, resolve  # noqa: E402
 
 SPEC = load_kernel("kernels/gemm_all_scatter.py", ROOT).spec
 BASELINES = ("baselines/torch_gemm.py", "baselines/torch_gemm_all_gather.py")

@@ -54,9 +54,9 @@ def run_case(kernel: str, M: int, N: int, dtype: str, overrides: dict[str, Any],
     import torch
 
     from harness.inputs.kernel import load_kernel
+    from harness.kernel_api.configs import resolve
     from kernels import _common as C
     from kernels import layernorm, rmsnorm
-    from kernels._config import resolve
 
     mod = {"rmsnorm": rmsnorm, "layernorm": layernorm}[kernel]
     spec = load_kernel(kernel).spec
@@ -155,7 +155,7 @@ def test_plan():
 
 def test_spec_and_config_lookup():
     from harness.inputs.kernel import load_kernel
-    from kernels._config import resolve
+    from harness.kernel_api.configs import resolve
 
     rms, ln = load_kernel("rmsnorm").spec, load_kernel("layernorm").spec
     p = rms.case_params({"M": 4096, "N": 8192}, "test")
@@ -250,7 +250,7 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 from harness.worker.artifacts import cubin_resources
 from kernels import layernorm, rmsnorm
-from kernels._config import CONFIG_DIR, read_config_file, split_config
+from harness.kernel_api.configs import CONFIG_DIR, read_config_file, split_config
 
 FNS = {"RMSNORM-FWD": (rmsnorm._rmsnorm_kernel, ["x_ptr", "w_ptr", "y_ptr"]),
        "LAYERNORM-FWD": (layernorm._layernorm_kernel, ["x_ptr", "w_ptr", "b_ptr", "y_ptr"])}

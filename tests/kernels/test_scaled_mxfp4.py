@@ -28,9 +28,9 @@ if str(ROOT) not in sys.path:
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
+from harness.kernel_api.configs import CONFIG_DIR, LAUNCH_OPTION_KEYS, bad_config_values, read_config_file, resolve  # noqa: E402
 from kernels import _common as C  # noqa: E402
 from kernels import scaled_mxfp4_gemm as K  # noqa: E402
-from kernels._config import CONFIG_DIR, LAUNCH_OPTION_KEYS, bad_config_values, read_config_file, resolve  # noqa: E402
 
 if os.environ.get("TRITON_INTERPRET") != "1":
     pytest.skip("kernel tests run under the interpreter", allow_module_level=True)
@@ -248,7 +248,7 @@ T = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(T)  # the test module's helpers: special_x, run_quantize
 from kernels import _common as C
 from kernels import scaled_mxfp4_gemm as K
-from kernels._config import resolve
+from harness.kernel_api.configs import resolve
 from harness.inputs.suite import load_suite
 
 out = {"triton": triton.__version__, "quant": [], "cases": []}

@@ -137,7 +137,7 @@ def test_failed_rows_of_a_run_list_the_first_line_of_each_error():
 
 
 def test_run_summary_lists_failed_cases_under_the_counts(write):
-    from harness.cli import _print_failed
+    from harness.render.terminal import print_failed
 
     out = write(
         "r.csv",
@@ -148,7 +148,7 @@ def test_run_summary_lists_failed_cases_under_the_counts(write):
     )
     buf = io.StringIO()
     con = Console(file=buf, width=80, highlight=False, emoji=False, color_system=None)
-    _print_failed(con, Path(out), {"ok": 1, "skipped": 1, "compile_error": 1})
+    print_failed(con, Path(out), {"ok": 1, "skipped": 1, "compile_error": 1})
     text = buf.getvalue()
     lines = [line.rstrip() for line in text.splitlines()]
     first = next(i for i, line in enumerate(lines) if line.startswith("  batched"))
@@ -163,7 +163,7 @@ def test_run_summary_lists_failed_cases_under_the_counts(write):
     ]
     assert "…" not in text
     quiet = io.StringIO()
-    _print_failed(Console(file=quiet, width=80), Path(out), {"ok": 3})
+    print_failed(Console(file=quiet, width=80), Path(out), {"ok": 3})
     assert quiet.getvalue() == "", "nothing failed: nothing listed"
 
 

@@ -38,7 +38,7 @@ def test_peaks_and_ceilings():
 
 def test_config_labels():
     cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4}
-    assert config_label(json.dumps(cfg)) == "BK64 BM64 BN128 GM8 w4"  # kernels.spec.config_label: one vocabulary
+    assert config_label(json.dumps(cfg)) == "BK64 BM64 BN128 GM8 w4"  # the contract's config_label: one vocabulary
     assert config_label(json.dumps({**cfg, "num_stages": 3, "NUM_KSPLIT": 4})) == "BK64 BM64 BN128 GM8 KS4 s3 w4"
     assert config_label("") == "default"
 

@@ -86,7 +86,7 @@ def test_a_guard_keeps_apart_two_kernels_with_one_case_id(measurer, tmp_path):
 def test_a_cut_run_still_costs_its_time(measurer, monkeypatch):
     """A batch cut by a deadline (SIGTERM unwinds as an exception) charges what it ran to the budget and saves it,
     so that a retune cut again and again in the same place still reaches the end of its budget."""
-    import harness.retune.measure as measure
+    import harness.run.orchestrate as orchestrate
 
     class Cut(Exception):
         pass
@@ -97,7 +97,7 @@ def test_a_cut_run_still_costs_its_time(measurer, monkeypatch):
 
     saved = []
     measurer.progress = lambda cost: saved.append(dict(cost.seconds))
-    monkeypatch.setattr(measure, "run_suite", cut)
+    monkeypatch.setattr(orchestrate, "run_suite", cut)
     with pytest.raises(Cut):
         measurer.batch("tot", [Item(toy(32, 16), {"BLOCK_N": 64, "SPLIT": 1, "num_warps": 1})],
                        DATA / "retune_configs", "search")  # fmt: skip

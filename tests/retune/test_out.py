@@ -10,8 +10,8 @@ import pytest
 import harness.outdir
 from harness.cli import main
 from harness.errors import HarnessError
+from harness.kernel_api.configs import config_dir
 from harness.retune.retune import Options, retune
-from kernels._config import config_dir
 from tests.bisect.known_times import comparison
 from tests.conftest import DATA
 

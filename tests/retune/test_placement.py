@@ -6,10 +6,10 @@ import itertools
 import json
 
 from harness.inputs.kernel import load_kernel, registry
+from harness.kernel_api.configs import CONFIG_DIR
+from harness.kernel_api.configs import resolve as lookup_rule
 from harness.retune.inputs import snapshot
 from harness.retune.placement import Lookup, changes, file_names, options, per_shape_text, resolve
-from kernels._config import CONFIG_DIR
-from kernels._config import resolve as lookup_rule
 
 DEFAULT = (
     "{\n"

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from harness.inputs.suite import load_suite
-from kernels._config import resolve
+from harness.kernel_api.configs import resolve
 from tests.conftest import DATA, ROOT
 
 pytestmark = pytest.mark.slow

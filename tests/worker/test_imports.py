@@ -1,5 +1,6 @@
 """The worker runs inside every environment's Python: it may import the standard library, torch, triton, the
-kernels and its own package, nothing else (no pandas, yaml, rich or the rest of harness). Checked twice: every
+kernels, the kernel contract (harness.kernel_api, itself standard library only) and its own package, nothing else
+(no pandas, yaml, rich or the rest of harness). Checked twice: every
 import statement of its source, and what a real worker process has imported after answering every request."""
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from harness.run.workers import WORKER, WorkerProc
 from tests.conftest import DATA, ROOT
 
 WORKER_DIR = ROOT / "harness" / "worker"
+CONTRACT_DIR = ROOT / "harness" / "kernel_api"
+#: what the worker and the kernels may import of harness: importing it runs harness/__init__.py, which loads the
+#: contract and nothing else
+CONTRACT = ("harness", "harness.kernel_api")
 ALLOWED = {"torch", "triton", "kernels", "harness"}
 #: what the driver side uses and the worker must never need
 FORBIDDEN = ("pandas", "yaml", "rich", "typer", "click", "matplotlib", "gspread", "pyarrow")
@@ -44,7 +49,7 @@ def test_worker_source_imports_only_the_standard_library_torch_triton_and_kernel
         top = mod.partition(".")[0]
         assert top in sys.stdlib_module_names or top in ALLOWED, f"{path.name}:{line} imports {mod}"
         if top == "harness":
-            assert mod == "harness" or mod.startswith("harness.worker"), f"{path.name}:{line} imports {mod}"
+            assert _contract(mod) or mod.startswith("harness.worker"), f"{path.name}:{line} imports {mod}"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "kernels").glob("*.py")), ids=lambda p: p.name)
@@ -53,7 +58,25 @@ def test_kernels_import_only_the_standard_library_torch_and_triton(path):
         top = mod.partition(".")[0]
         if mod == "harness.worker":  # a relative import inside kernels/ means kernels itself
             continue
-        assert top in sys.stdlib_module_names or top in {"torch", "triton", "kernels"}, f"{path.name}:{line}: {mod}"
+        allowed = top in sys.stdlib_module_names or top in {"torch", "triton", "kernels"} or _contract(mod)
+        assert allowed, f"{path.name}:{line}: {mod}"
+
+
+@pytest.mark.parametrize("path", sorted(CONTRACT_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_the_contract_imports_only_the_standard_library(path):
+    for line, mod in imports(path):
+        top = mod.partition(".")[0]
+        assert top in sys.stdlib_module_names or mod.startswith("harness.kernel_api"), f"{path.name}:{line}: {mod}"
+
+
+def test_importing_harness_loads_only_the_contract():
+    """What the worker gets by importing its own package: harness/__init__.py, then the contract, nothing else."""
+    for line, mod in imports(ROOT / "harness" / "__init__.py"):
+        assert _contract(mod), f"__init__.py:{line}: {mod}"
+
+
+def _contract(mod: str) -> bool:
+    return mod in CONTRACT or mod.startswith("harness.kernel_api.")
 
 
 @pytest.mark.slow
@@ -74,6 +97,6 @@ def test_a_real_worker_imports_nothing_else(tmp_path, monkeypatch):
         w.close()
     assert "torch" in modules and "triton" in modules and "kernels.batched_gemm_bf16" in modules
     assert not [m for m in modules if m.partition(".")[0] in FORBIDDEN]
-    assert not [m for m in modules if m.startswith("harness.") and not m.startswith("harness.worker")]
+    assert not [m for m in modules if m.startswith("harness.") and not m.startswith(("harness.worker", *CONTRACT))]
     siblings = {p.stem for p in WORKER_DIR.glob("*.py")} - {"__init__"}
     assert not siblings & set(modules), "a worker module imported as a top-level sibling file"

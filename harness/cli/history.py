@@ -1,4 +1,4 @@
-"""``harness history``: the commands over the history database (added to the main app by harness/cli.py).
+"""``harness history``: the commands over the history database (added to the main app by harness/cli/__init__.py).
 
 Every command takes ``--db`` (a file, ``sqlite:///FILE`` or ``postgresql://USER@HOST:PORT/DB``; default
 ``$HARNESS_DB``, else a per-user SQLite file). Filters are shared: ``--kernel``, ``--case`` (names or globs),
@@ -16,7 +16,7 @@ import typer
 
 from harness.errors import HarnessError
 
-history_app = typer.Typer(
+app = typer.Typer(
     help="Every run and comparison kept in a database: add, show, trend, regressions, change points, annotate.",
     no_args_is_help=False,
 )
@@ -123,7 +123,7 @@ def _console() -> Any:
     return stdout()
 
 
-@history_app.command("add")
+@app.command("add")
 def add(
     files: Annotated[
         list[Path], typer.Argument(help="results CSVs (with their .env.json), compare and calibration CSVs")
@@ -148,7 +148,7 @@ def add(
         add_files(h, checked, tags=tags, label=label, commit=commit, echo=print)
 
 
-@history_app.command("remove")
+@app.command("remove")
 def remove(
     kind: Annotated[str, typer.Argument(help="run, comparison or calibration")],
     ident: Annotated[int, typer.Argument(help="its id (harness history list)", min=1)],
@@ -162,7 +162,7 @@ def remove(
         print(h.remove(kind, ident))
 
 
-@history_app.command("list")
+@app.command("list")
 def list_(
     db: Db = None,
     gpu: Gpu = "",
@@ -175,7 +175,7 @@ def list_(
 ) -> None:
     """The stored runs and comparisons, oldest first."""
     from harness.history import queries as q
-    from harness.history.render import Col, gpu_model, print_table, text_or
+    from harness.history.render import print_listing
 
     f = _filter(gpu=gpu, since=since, until=until, tag=tag, without_tag=without_tag)
     with _open(db) as h, h.reading() as conn:
@@ -184,83 +184,7 @@ def list_(
         both = _concat(runs.rename(columns={"run_at": "when"}).assign(kind="run"), comps.assign(kind="comparison"))
         _emit(db, _concat(both, cals.assign(kind="calibration")) if len(cals) else both, csv, out, None)
         return
-    con = _console()
-    runs = runs.assign(
-        tags=runs["tags"].str.replace(",", ", "),
-        gpu=runs["gpu_name"].map(gpu_model),
-        stack=runs["env_name"] + "@" + runs["triton_version"].map(text_or),
-    )
-    print_table(
-        con,
-        runs,
-        [
-            Col("id", "run", justify="right"),
-            Col("run_at", "when", "when"),
-            Col("stack"),
-            Col("gpu"),
-            Col("rows", justify="right"),
-            Col("file_name", "file", fold=True),
-            Col("tags", fold=True),
-        ],
-        f"{len(runs)} runs",
-    )
-    comps = comps.assign(
-        tags=comps["tags"].str.replace(",", ", "),
-        gpu=comps["gpu_name"].map(gpu_model),
-        stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
-        runs=comps["golden_run_id"].map(_ref) + " vs " + comps["tot_run_id"].map(_ref),
-        reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
-    )
-    print_table(
-        con,
-        comps,
-        [
-            Col("id", "cmp", justify="right"),
-            Col("when", "when", "when"),
-            Col("stacks", "Triton"),
-            Col("runs"),
-            Col("gpu"),
-            Col("reg", justify="right"),
-            Col("cases", justify="right"),
-            Col("tags", fold=True),
-        ],
-        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
-    )
-    if len(cals):
-        _print_calibrations(con, cals)
-
-
-def _print_calibrations(con: Any, cals: Any) -> None:
-    from harness.history.render import Col, gpu_model, print_table, text_or
-
-    cals = cals.assign(
-        gpu=cals["gpu_name"].map(gpu_model),
-        stack=cals["env_name"].map(text_or) + "@" + cals["triton_version"].map(text_or),
-    )
-    cols = [
-        Col("id", "cal", justify="right"),
-        Col("when", "when", "when"),
-        Col("stack"),
-        Col("gpu"),
-        Col("unresolved", "coarse", justify="right"),
-        Col("cases", justify="right"),
-        Col("slowdowns", fold=True),
-    ]
-    print_table(con, cals, cols, f"{len(cals)} calibrations (coarse: cases that cannot resolve the rule)")
-
-
-def _regressions(n: Any, ambiguous: Any) -> str:
-    """``3`` or ``3 (1?)``: how many regressions, how many of them ambiguous (unknown for older comparisons)."""
-    import pandas as pd
-
-    amb = 0 if ambiguous is None or pd.isna(ambiguous) else int(ambiguous)
-    return f"{int(n)} ({amb}?)" if amb else str(int(n))
-
-
-def _ref(v: Any) -> str:
-    import pandas as pd
-
-    return "?" if v is None or pd.isna(v) else f"#{int(v)}"
+    print_listing(_console(), runs, comps, cals)
 
 
 def _concat(a: Any, b: Any) -> Any:
@@ -269,7 +193,7 @@ def _concat(a: Any, b: Any) -> Any:
     return pd.concat([a, b], ignore_index=True, sort=False)
 
 
-@history_app.command("show")
+@app.command("show")
 def show(
     db: Db = None,
     kernel: Kernel = None,
@@ -318,7 +242,7 @@ def show(
     _emit(db, df, csv, out, table)
 
 
-@history_app.command("calibration")
+@app.command("calibration")
 def calibration(
     ident: Annotated[int | None, typer.Argument(help="its id (harness history list; default: the latest)")] = None,
     db: Db = None,
@@ -361,7 +285,7 @@ def calibration(
     _emit(db, df, csv, out, table)
 
 
-@history_app.command("trend")
+@app.command("trend")
 def trend(
     kernel: Annotated[str, typer.Argument(help="the kernel (name or glob)")],
     db: Db = None,
@@ -394,7 +318,7 @@ def trend(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("regressions")
+@app.command("regressions")
 def regressions(
     db: Db = None,
     kernel: Kernel = None,
@@ -429,7 +353,7 @@ def regressions(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("changepoints")
+@app.command("changepoints")
 def changepoints(
     db: Db = None,
     kernel: Kernel = None,
@@ -456,7 +380,7 @@ def changepoints(
     _emit(db, df, csv, out, lambda: show(_console()))
 
 
-@history_app.command("annotate")
+@app.command("annotate")
 def annotate(
     text: Annotated[str, typer.Argument(help="what happened: 'config retune', 'driver 580 → 590'")],
     db: Db = None,
@@ -496,7 +420,7 @@ def _run_time(h: Any, run: int | None) -> Any:
     return found.run_at
 
 
-@history_app.command("annotations")
+@app.command("annotations")
 def annotations_(
     db: Db = None,
     kernel: Kernel = None,
@@ -508,7 +432,7 @@ def annotations_(
 ) -> None:
     """The annotations, by time (those that concern the given kernel / GPU, and those that concern all)."""
     from harness.history import queries as q
-    from harness.history.render import Col, print_table
+    from harness.history.render import Col, print_table, run_ref
 
     f = _filter(kernel=kernel, gpu=gpu, since=since, until=until)
     with _open(db) as h, h.reading() as conn:
@@ -517,7 +441,7 @@ def annotations_(
     def table() -> None:
         scope = df[["kernel", "case_id", "gpu", "stack"]].fillna("").astype(str).agg(" ".join, axis=1).str.strip()
         shown = df.assign(
-            scope=scope.where(scope != "", "all"), run=df["run_id"].map(_ref).where(df["run_id"].notna(), "")
+            scope=scope.where(scope != "", "all"), run=df["run_id"].map(run_ref).where(df["run_id"].notna(), "")
         )
         cols = [
             Col("id", justify="right"),

@@ -1,10 +1,11 @@
-"""kernels/_config.py: AITER's lookup rule (buckets, per-shape files), launch options per backend, shipped files."""
+"""harness/kernel_api/configs.py: AITER's lookup rule (buckets, per-shape files), launch options per backend,
+shipped files."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernels._config import ConfigError, pick_bucket, resolve, split_config
+from harness.kernel_api.configs import ConfigError, pick_bucket, resolve, split_config
 
 
 def test_bucket_rule():
@@ -51,7 +52,7 @@ def test_backend_only_options_never_reach_nvidia():
 
 
 def test_every_shipped_config_file_parses():
-    from kernels._config import CONFIG_DIR, _read
+    from harness.kernel_api.configs import CONFIG_DIR, _read
 
     files = sorted(CONFIG_DIR.glob("*.json"))
     assert len(files) >= 20
@@ -83,8 +84,8 @@ def test_a_tuned_for_note_is_skipped_by_the_lookup_and_the_suite_checks(tmp_path
 
     from harness.errors import HarnessError
     from harness.inputs.suite import load_suite
+    from harness.kernel_api.configs import CONFIG_DIR, bad_config_values, unknown_config_keys
     from harness.retune.configtext import with_note
-    from kernels._config import CONFIG_DIR, bad_config_values, unknown_config_keys
     from tests.conftest import ROOT
 
     f = tmp_path / "sm90-X.json"

@@ -1,5 +1,5 @@
 """Where a config lookup looks, in which order, and which bucket it takes: harness's own layout and AITER's.
-Pure: folders and names in, candidate paths out; which of them exist is the caller's question (kernels/_config.py).
+Pure: folders and names in, candidate paths out; which of them exist is the caller's question (configs.py).
 
 ``harness``: ``{folder}/{arch}-{family}.json`` and per-shape ``{arch}-{family}-{key}.json`` beside it; a file's
 buckets are searched over the bounds the file itself uses.

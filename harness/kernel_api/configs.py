@@ -9,7 +9,7 @@ notes (keys starting with ``_``), which the lookup skips: ``"_tuned_for"`` recor
 was last tuned for (``harness retune`` writes it); AITER's files hold ``"_note"``.
 
 :func:`resolve_in` searches several folders in order (a suite's, a library checkout's, a kernel's own, then
-harness's) by a layout of kernels/_layout.py: harness's, or AITER's (nested before flat, batch-specialized files
+harness's) by a layout of layout.py: harness's, or AITER's (nested before flat, batch-specialized files
 first, only the caller's bounds, keys that are not buckets skipped). :func:`resolve` is one folder of harness's.
 """
 
@@ -23,10 +23,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kernels._layout import pick as pick_in_bounds
-from kernels._layout import places, split_buckets
+from harness.kernel_api.layout import pick as pick_in_bounds
+from harness.kernel_api.layout import places, split_buckets
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+#: the shipped kernels' config files (the repository's kernels/configs/)
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "kernels" / "configs"
 STANDARD_M_BOUNDS = (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 #: keys of a config file that are notes, not buckets: skipped by the lookup and by the suite's config checks.
 #: ``_tuned_for`` is harness retune's; any key starting with ``_`` is a note, as AITER's lookup skips them (its
@@ -168,7 +169,7 @@ def bad_config_values(path: str | os.PathLike[str], layout: str = "harness") -> 
 
 
 def pick_bucket(buckets: dict[str, Any], value: int, param: str = "M") -> str | None:
-    """AITER's rule over the bounds the file itself uses (kernels/_layout.py ``pick``), so files with
+    """AITER's rule over the bounds the file itself uses (harness/kernel_api/layout.py ``pick``), so files with
     non-standard bounds work too."""
     return pick_in_bounds(buckets, value, param, None)
 
@@ -215,7 +216,7 @@ def resolve_in(
     bounds: tuple[int, ...] | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> Resolved:
-    """The config of a case: the first place of the first folder (kernels/_layout.py's order) whose default file
+    """The config of a case: the first place of the first folder (layout.py's order) whose default file
     exists; in that place the first per-shape file of ``keys`` that exists, else the default (never merged); the
     bucket for ``value`` (over ``bounds`` when given); the suite's ``overrides`` on top."""
     tried = []

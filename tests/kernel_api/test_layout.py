@@ -1,10 +1,10 @@
-"""kernels/_layout.py: where AITER's lookup looks and in which order, its bounds, the keys it skips."""
+"""harness/kernel_api/layout.py: where AITER's lookup looks and in which order, its bounds, the keys it skips."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernels._layout import AITER_BOUNDS, is_family_file, pick, places, split_buckets
+from harness.kernel_api.layout import AITER_BOUNDS, is_family_file, pick, places, split_buckets
 
 
 def test_aiter_places_nested_first_then_flat_with_batch_files_before_nk():

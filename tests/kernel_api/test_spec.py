@@ -1,10 +1,10 @@
-"""kernels/spec.py: what a kernel declares, and what follows from it for one case (pure, no torch)."""
+"""harness/kernel_api/spec.py: what a kernel declares, and what follows from it for one case (pure, no torch)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernels.spec import (
+from harness.kernel_api.spec import (
     ConfigLookup,
     KernelSpec,
     Param,

@@ -1,4 +1,4 @@
-"""`harness calibrate`: the command (registered by harness.cli); the work is calibrate.py's."""
+"""`harness calibrate`: the command; the work is harness/calibrate/calibrate.py's."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
+from harness.cli.options import AutoLaunches, CaseTimeout, Filter, Kernel, Reps
 from harness.errors import HarnessError
 
 
-def calibrate_command(
+def calibrate(
     suite: Annotated[Path, typer.Argument(help="suite YAML (suites/*.yaml)")],
     env: Annotated[str, typer.Option("--env", help="env spec to calibrate: envs/NAME.yaml or NAME")],
     out: Annotated[Path, typer.Option("--out", help="new folder (or one calibrate wrote, with --resume)")],
@@ -23,27 +24,29 @@ def calibrate_command(
         ),
     ] = None,
     repeats: Annotated[int, typer.Option(min=1, help="interleaved runs of A/A and every slowdown")] = 3,
-    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")] = None,
-    filter_: Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")] = None,
-    reps: Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")] = 3,
-    launches: Annotated[int | None, typer.Option(min=1, help="timed launches per rep (default: automatic)")] = None,
-    timeout: Annotated[float, typer.Option(help="seconds a case may take to answer")] = 600.0,
+    kernel: Kernel = None,
+    filter_: Filter = None,
+    reps: Reps = 3,
+    launches: AutoLaunches = None,
+    timeout: CaseTimeout = 600.0,
     resume: Annotated[bool, typer.Option("--resume", help="go on with a calibration OUT holds")] = False,
     record: Annotated[bool, typer.Option("--record", help="add calibration.csv to the history ($HARNESS_DB)")] = False,
 ) -> None:
     """A/A and injected slowdowns per case: the smallest slowdown each case reliably catches and its A/A
     false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
-    from harness.calibrate.calibrate import OWN, Plan, calibrate
+    from harness.calibrate.calibrate import OWN, Plan
+    from harness.calibrate.calibrate import calibrate as calibrate_plan
     from harness.calibrate.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
-    from harness.cli import _check_timeout, _measure, _selected_cases
     from harness.compare.rule import Rule
     from harness.envs.spec import load_env_spec
     from harness.envs.venv import check_venv
     from harness.outdir import prepare_out_dir
+    from harness.render.progress import console_driver
     from harness.render.terminal import stderr
-    from harness.run.options import RunOptions
+    from harness.run.options import RunOptions, check_timeout
+    from harness.run.orchestrate import selected_cases
 
-    _check_timeout(timeout)
+    check_timeout(timeout)
     try:
         slowdowns = [parse_slowdown(s) for s in (slowdown or DEFAULT_SLOWDOWNS)]
     except ValueError as err:
@@ -56,18 +59,14 @@ def calibrate_command(
         check_record([out / "calibration.csv"])
     spec = load_env_spec(env)
     check_venv(spec)
-    cases = _selected_cases(suite, kernel, filter_, None, None)
+    cases = selected_cases(suite, kernel, filter_)
     prepare_out_dir("--out", out, "calibrate", inputs=[suite], own=OWN)
     if not resume and (out / "runs").exists():
         raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
     con = stderr()
     opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume)
     plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, Rule(), opts)
-    table = calibrate(
-        plan,
-        measure=lambda runs, cs, o, s: _measure(con, runs, cs, o, s),
-        log=lambda m: con.print(m, markup=False, highlight=False),
-    )
+    table = calibrate_plan(plan, console_driver(con), log=lambda m: con.print(m, markup=False, highlight=False))
     if record:
         from harness.history.record import record as record_files
 

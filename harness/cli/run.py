@@ -1,0 +1,193 @@
+"""`harness run`: one suite under one env, or several envs interleaved (--with-env), sharded or over GPUs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness.cli.options import (
+    Artifacts,
+    CompileJobs,
+    ConfigArch,
+    Env,
+    FailOnError,
+    Filter,
+    FreshProcessRounds,
+    Gpus,
+    Kernel,
+    Launches,
+    LaunchGap,
+    MoveInputs,
+    Out,
+    Record,
+    RemeasureOn,
+    RemeasureReps,
+    RemeasureShare,
+    Reps,
+    Resume,
+    Shard,
+    ShufflePlacement,
+    Suite,
+    Timeout,
+    Times,
+    Timing,
+    WithEnv,
+    WithOut,
+    remeasure_policy,
+)
+from harness.errors import HarnessError
+
+
+def _launch_gap(value: str | None) -> str | None:
+    if value is None or value == "auto":
+        return value
+    try:
+        if 0 <= float(value) < float("inf"):
+            return str(float(value))
+    except ValueError:
+        pass
+    raise HarnessError(f"--launch-gap {value!r}: expected 'auto' or a number of milliseconds >= 0")
+
+
+def run(
+    env: Env,
+    suite: Suite,
+    out: Out,
+    kernel: Kernel = None,
+    filter_: Filter = None,
+    reps: Reps = 3,
+    launches: Launches = None,
+    timeout: Timeout = 600.0,
+    timing: Timing = None,
+    resume: Resume = False,
+    fail_on_error: FailOnError = False,
+    compile_jobs: CompileJobs = 1,
+    fresh_process_rounds: FreshProcessRounds = False,
+    launch_gap: LaunchGap = "auto",
+    shuffle_placement: ShufflePlacement = True,
+    move_inputs: MoveInputs = True,
+    with_env: WithEnv = None,
+    with_out: WithOut = None,
+    remeasure: RemeasureOn = True,
+    remeasure_reps: RemeasureReps = 12,
+    remeasure_time: RemeasureShare = 0.3,
+    shard: Shard = None,
+    gpus: Gpus = None,
+    times: Times = None,
+    artifacts: Artifacts = False,
+    record: Record = False,
+    config_arch: ConfigArch = None,
+) -> None:
+    """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv
+    from harness.render.progress import console_driver
+    from harness.render.terminal import stderr
+    from harness.run.options import RunOptions
+    from harness.run.orchestrate import previous_times, selected_cases, write_empty_parts
+    from harness.run.precompile import default_compile_jobs
+
+    with_env, with_out = with_env or [], with_out or []
+    gap, shard, gpu_list = _checked(timing, timeout, launch_gap, with_env, with_out, times, shard, gpus)
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out, *with_out, times])
+    runs = [(load_env_spec(env), out), *((load_env_spec(e), o) for e, o in zip(with_env, with_out))]
+    for spec, _ in runs:
+        check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
+    previous = previous_times(times) if times else None
+    cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
+    opts = RunOptions(
+        reps=reps,
+        launches=launches,
+        timeout_s=timeout,
+        resume=resume,
+        timing=timing,
+        artifacts=artifacts,
+        compile_jobs=default_compile_jobs() if compile_jobs == 0 else compile_jobs,
+        fresh_process_rounds=fresh_process_rounds,
+        launch_gap=gap,
+        shuffle_placement=shuffle_placement,
+        move_inputs=move_inputs,
+        shard=shard,
+        config_arch=config_arch,
+        remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time),
+    )
+    con = stderr()
+    if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
+        write_empty_parts(runs, opts, str(suite))
+        for _, o in runs:
+            con.print(f"{o}: --shard {shard} holds no case of the selection: wrote the header only",
+                      markup=False, soft_wrap=True)  # fmt: skip
+        return
+    driver = console_driver(con)
+    if gpu_list is not None:
+        all_counts = driver.measure_on_gpus(runs, cases, opts, str(suite), gpu_list, previous)
+    else:
+        all_counts = driver.measure(runs, cases, opts, str(suite))
+    _print_counts(con, runs, all_counts)
+    if artifacts:
+        _say_no_artifacts(con, [o for _, o in runs])
+    if record:
+        from harness.history.record import record as record_files
+
+        record_files([o for _, o in runs])
+    if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
+        raise typer.Exit(1)
+
+
+def _checked(
+    timing: str | None, timeout: float, launch_gap: str | None, with_env: list[str], with_out: list[Path],
+    times: Path | None, shard: str | None, gpus: str | None,
+) -> tuple[str | None, str | None, list[int] | None]:  # fmt: skip
+    """The options checked before anything is read, in this order (the first wrong one is the one line said);
+    returns the launch gap, the shard as I/N and the GPUs."""
+    from harness.envs.spec import TIMINGS
+    from harness.run.options import check_timeout
+
+    if timing is not None and timing not in TIMINGS:
+        raise HarnessError(f"--timing: expected one of {', '.join(TIMINGS)}, got {timing!r}")
+    check_timeout(timeout)
+    gap = _launch_gap(launch_gap)
+    if len(with_env) != len(with_out):
+        raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+    if times is not None and shard is None and gpus is None:
+        raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
+    if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none
+        from harness.run.shards import parse_shard
+
+        shard = "{}/{}".format(*parse_shard(shard))
+    if gpus is None:
+        return gap, shard, None
+    from harness.run.node import parse_gpus
+
+    return gap, shard, parse_gpus(gpus)
+
+
+def _print_counts(con, runs: list, all_counts: list[dict[str, int]]) -> None:  # noqa: ANN001 - a rich Console
+    """Each OUT's cases by status, then those that failed or were skipped, with their first error line."""
+    from harness.render.terminal import print_failed
+
+    for (_, o), counts in zip(runs, all_counts):
+        con.print(
+            f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
+        )
+        print_failed(con, o, counts)
+
+
+def _say_no_artifacts(con, outs: list[Path]) -> None:  # noqa: ANN001 - a rich Console
+    """--artifacts on Triton's CPU interpreter keeps nothing: it compiles no kernels. Say so, not silently."""
+    import json
+
+    from harness.results.schema import sidecar_path
+
+    for o in outs:
+        try:
+            backend = json.loads(sidecar_path(o).read_text()).get("backend")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if backend == "interp":
+            con.print(f"{o}: --artifacts kept nothing: Triton's CPU interpreter compiles no kernels "
+                      "(`harness explain` needs a GPU run)", markup=False, soft_wrap=True)  # fmt: skip

@@ -1,0 +1,31 @@
+"""`harness suite show`: what a suite expands to, without running it."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from harness.cli.options import ConfigArch, ExistingFile, Filter, Kernel
+
+app = typer.Typer(help="Suites: what a suite expands to, without running it.", no_args_is_help=True)
+
+
+@app.command("show")
+def suite_show(
+    suite: ExistingFile,
+    arch: Annotated[str, typer.Option(help="resolve configs as on this arch (sm90, gfx950, ...)")] = "sm90",
+    kernel: Kernel = None,
+    filter: Filter = None,
+    config_arch: ConfigArch = None,
+) -> None:
+    """List the cases SUITE expands to, each with the config it would resolve on --arch (a suite's config_arch
+    or --config-arch wins); runs nothing."""
+    from harness.inputs.suite import as_config_arch, load_suite, select
+    from harness.run.suiteview import lines, view
+
+    cases = as_config_arch(select(load_suite(suite), kernel, filter), config_arch)
+    for line in lines(view(cases, arch)):
+        print(line)
+    print(f"{len(cases)} cases", file=sys.stderr)
