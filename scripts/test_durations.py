@@ -3,7 +3,8 @@ whole run: ``bash scripts/test.sh --junitxml=run.xml``, then
 ``python3 scripts/test_durations.py run.xml``. Only tests over a second are kept; the rest count as 0.
 
 ``--merge`` takes a partial run instead (some tests, e.g. the ones a change made faster): the tests in its XML get
-its numbers (one under a second now drops out), every other test keeps what the file says."""
+its numbers (one under a second now drops out), every other test keeps what the file says. A test the run skipped
+(an install missing here, say) keeps its number either way: the run did not time it."""
 
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "durations.json"
 
 def main(junit: str, merge: bool = False) -> None:
     times: dict[str, float] = {}
+    skipped: set[str] = set()
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").replace(".", "/") + ".py"
-        times[f"{module}::{case.get('name')}"] = round(float(case.get("time") or 0), 1)
-    kept = {k: v for k, v in times.items() if v >= 1.0}
-    if merge and OUT.exists():
-        kept.update({k: v for k, v in json.loads(OUT.read_text()).items() if k not in times})
+        name = f"{module}::{case.get('name')}"
+        times[name] = round(float(case.get("time") or 0), 1)
+        if case.find("skipped") is not None:
+            skipped.add(name)
+    kept = {k: v for k, v in times.items() if v >= 1.0 and k not in skipped}
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    kept.update({k: v for k, v in old.items() if k in skipped or (merge and k not in times)})
     kept = dict(sorted(kept.items()))
     OUT.write_text(json.dumps(kept, indent=0) + "\n")
     print(

@@ -4,7 +4,7 @@ which config is best under each stack and what a change does to each case. What 
 no interpreter work whose time a busy machine would stretch) is the same for every config.
 
 The cases (tests/data/retune.yaml) and what TOT does to them, in units of 10 ms (every difference that matters is
-60 % or more, so a 25 % rule tells them apart on a busy machine, where a wake-up from a sleep comes up to ~3 ms late):
+60 % or more, so a 25 % rule tells them apart on a busy machine, where a launch came back up to 5.5 ms late):
 
 * N=16: BLOCK_N 16 → 8 units, 32 → 5, 64 → 3 (golden: 3 whatever the config): a regression until BLOCK_N is 64,
   two moves from the seed of the ``any`` bucket, one from that of ``M_LEQ_16``;
