@@ -172,7 +172,7 @@ def slurm(tmp_path_factory):
 def submit(env: dict[str, str], results: Path, *args: str) -> tuple[str, str]:
     """scripts/slurm/submit.sh on the CPU interpreter (``args``: --shards, --gpus-per-task, ...); the job ids."""
     run_env = {**env, "HARNESS_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
-               "HARNESS_RUN_ARGS": "--launches 1"}  # fmt: skip
+               "HARNESS_RUN_ARGS": "--launches 1 --reps 1"}  # fmt: skip
     r = subprocess.run(
         ["bash", "scripts/slurm/submit.sh", "--suite", str(SUITE), "--results", str(results), "--golden-env", "envs/venv-golden.yaml", "--tot-env", "envs/venv-tot.yaml", "--no-fail", *args],
         capture_output=True, text=True, env=run_env, cwd=ROOT, timeout=60,

@@ -198,12 +198,15 @@ class Session:
         for _ in range(2):  # warm-up: clocks up, caches of the launcher filled
             op()
         self.timer.sync()
-        if entry.est_us is None and (n <= 0 or gap == "auto"):
+        # the estimate sets the automatic launch count and, under CUPTI (the only timer that idles between
+        # launches), the automatic gap; a rep of N launches by another clock needs none (3 launches saved a case)
+        auto_gap = gap == "auto" and self.timing == "cupti"
+        if entry.est_us is None and (n <= 0 or auto_gap):
             entry.est_us = self._estimate(op)  # one estimate per case, launch overhead included
             if self.ranks is not None:  # every rank launches as often and idles as long: the same estimate
                 entry.est_us = self.ranks.max_over_ranks(entry.est_us)
         n = n if n > 0 else auto_launches(entry.est_us)
-        idle_s = auto_idle_s(entry.est_us) if gap == "auto" else float(gap) / 1e3 if gap else 0.0
+        idle_s = auto_idle_s(entry.est_us) if auto_gap else 0.0 if gap == "auto" else float(gap) / 1e3 if gap else 0.0
         dev = self.nvml() if self.timing in ("cupti", "events") else None
         sampler = Sampler(dev) if dev is not None else NoSampler()
         try:

@@ -47,7 +47,7 @@ def test_the_example_runs_under_both_stacks_and_renders(tmp_path):
 
     g, t = tmp_path / "golden.csv", tmp_path / "tot.csv"
     r = harness("run", "--env", "envs/venv-golden.yaml", "--suite", "examples/softmax.yaml", "--out", str(g),
-                "--with-env", "envs/venv-tot.yaml", "--with-out", str(t), "--launches", "1")  # fmt: skip
+                "--with-env", "envs/venv-tot.yaml", "--with-out", str(t), "--launches", "1", "--reps", "1")  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     for out in (g, t):
         side = json.loads(out.with_name(out.name + ".env.json").read_text())

@@ -71,14 +71,15 @@ def test_a_guard_keeps_apart_two_kernels_with_one_case_id(measurer, tmp_path):
     own kernel's, not the other's row of the same run."""
     twin_file = tmp_path / "twin_kernel.py"
     text = (DATA / "retune_kernel.py").read_text()
-    twin_file.write_text(text.replace('name="retune_toy"', 'name="retune_twin"').replace("UNIT = 0.02", "UNIT = 0.06"))
+    twin_file.write_text(text.replace('name="retune_toy"', 'name="retune_twin"').replace("UNIT = 0.01", "UNIT = 0.03"))
     twin = load_kernel(str(twin_file))
     cfg = {"BLOCK_N": 16, "SPLIT": 1, "num_warps": 1}
-    cases = [toy(32, 16), Case(twin, twin.spec.case_params({"M": 32, "N": 16}, "test"))]
+    # N=32 BLOCK_N 16: the toy's cheapest case under either Triton (3 units: 60 ms a launch, the twin's 180 ms)
+    cases = [toy(32, 32), Case(twin, twin.spec.case_params({"M": 32, "N": 32}, "test"))]
     assert cases[0].case_id == cases[1].case_id
     dirs = dict.fromkeys(("golden_old", "tot_old", "golden_new", "tot_new"), DATA / "retune_configs")
     got = measurer.guard([GuardCase(c, cfg, cfg, cfg) for c in cases], dirs)
-    mine, its = got["retune_toy/M32_N16"], got["retune_twin/M32_N16"]
+    mine, its = got["retune_toy/M32_N32"], got["retune_twin/M32_N32"]
     assert (mine.kernel, its.kernel) == ("retune_toy", "retune_twin")
     assert its.tot_new > 2 * mine.tot_new and its.golden_old > 2 * mine.golden_old  # 3 × the sleep
 

@@ -4,8 +4,8 @@ which stack). One retune is killed in the middle of its search and run again to 
 left: the search's path, the files (placement, byte-identical copies, notes), the guard's refusals, the cache.
 
 The comparison is made with a 25 % rule (``harness compare --rel 1.25``), which the retune takes from it: under the
-interpreter the times are wall-clock milliseconds, 10 % noisy on a busy 2-core machine, and the kernel's configs
-differ by 60 % or more.
+interpreter the times are wall-clock milliseconds (the toy's sleeps, 30 to 80 ms a launch), which a busy 2-core
+machine stretches by a few ms now and then, and the kernel's configs differ by 60 % or more.
 """
 
 from __future__ import annotations
