@@ -40,7 +40,7 @@ def _suite(tmp_path: Path, a8w8: bool = False) -> Path:
 def _run(suite: Path, checkout: Path, out: Path) -> subprocess.CompletedProcess:
     args = ["run", "--env", str(DATA / "cpu-env.yaml"), "--suite", str(suite), "--out", str(out)]
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args, "--reps", "1", "--launches", "1"],
+        [sys.executable, "-m", "harness", *args, "--reps", "1", "--launches", "3"],
         env={**ENV, "FAKE_AITER": str(checkout)}, cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
 
