@@ -1,8 +1,8 @@
 """A known slowdown inside the op's timed window, for `harness calibrate`: after every launch of the op, an extra
 wait of D µs that every timing method counts as the op's own. Only the standard library, torch and triton.
 
-* On an NVIDIA GPU: a one-thread Triton kernel spinning on ``%globaltimer`` for D µs (as group.py's idle wait
-  does), queued right after the op's kernels on the same stream. Its name does not start with ``_harness_``, so
+* On an NVIDIA GPU: a one-thread Triton kernel spinning on ``%globaltimer`` for D µs (devclock.spin, as
+  group.py's idle wait does), queued right after the op's kernels on the same stream. Its name does not start with ``_harness_``, so
   CUPTI timing sums it into the op's dispatches, and CUDA events bracket it with the op.
 * Under Triton's CPU interpreter (wallclock timing, the host's clock around each launch): a busy wait on
   ``time.perf_counter`` of D µs after the launch returns, inside the timed interval.
@@ -63,18 +63,14 @@ def _spin_kernel() -> Any:
     global _KERNEL
     if _KERNEL is None:
         import triton
-        import triton.language as tl
+
+        from harness.worker.devclock import helpers
+
+        spin = helpers()[1]
 
         @triton.jit(do_not_specialize=["ns"])
         def calibrate_delay(ns):
-            start = tl.inline_asm_elementwise(
-                "mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1
-            )
-            now = start
-            while now - start < ns:
-                now = tl.inline_asm_elementwise(
-                    "mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1
-                )
+            spin(ns)
 
         _KERNEL = calibrate_delay
     return _KERNEL

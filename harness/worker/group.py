@@ -169,6 +169,10 @@ def _define_kernels() -> tuple[Any, Any, Any]:
     import triton
     import triton.language as tl
 
+    from harness.worker.devclock import helpers
+
+    now, spin = helpers()
+
     @triton.jit(do_not_specialize=["timeout_ns"])
     def _harness_rank_barrier(flags_ptr, table_ptr, rank, timeout_ns, WORLD: tl.constexpr):
         # this rank's count of barriers, kept on the device: every rank passes the same number of them
@@ -177,36 +181,30 @@ def _define_kernels() -> tuple[Any, Any, Any]:
         for p in tl.static_range(WORLD):  # signal: the epoch into slot `rank` of every rank's flags
             peer = tl.load(table_ptr + p).to(tl.pointer_type(tl.int32))
             tl.atomic_xchg(peer + rank, epoch, sem="release", scope="sys")
-        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+        start = now()
         # once one barrier timed out the counts disagree for good: the rest of the rep runs unsynchronized, at
         # once, so a rank that stopped queueing costs its peers one timeout, not one per launch
         patience = tl.where(tl.load(flags_ptr + WORLD + 1) > 0, 0, timeout_ns)
         for p in tl.static_range(WORLD):  # wait: every rank has signalled this epoch (or a later one)
             seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
-            now = start
-            while (seen < epoch) & (now - start < patience):
+            t = start
+            while (seen < epoch) & (t - start < patience):
                 seen = tl.atomic_add(flags_ptr + p, 0, sem="acquire", scope="sys")
-                now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
-                                                is_pure=False, pack=1)  # fmt: skip
+                t = now()
             if seen < epoch:  # a peer never came: counted, so the host fails the case instead of hanging
                 tl.atomic_add(flags_ptr + WORLD + 1, 1)
 
     @triton.jit(do_not_specialize=["ns"])
     def _harness_idle(ns):
-        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-        now = start
-        while now - start < ns:
-            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
-                                            pack=1)  # fmt: skip
+        spin(ns)
 
     @triton.jit(do_not_specialize=["addr", "epoch", "timeout_ns"])
     def _harness_gate(addr, epoch, timeout_ns):
         # the flag's host address is valid on the GPU (pinned memory, unified addressing); volatile: re-read
         flag = addr.to(tl.pointer_type(tl.int32))
-        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-        now = start
-        while (tl.load(flag, volatile=True) < epoch) & (now - start < timeout_ns):
-            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
-                                            pack=1)  # fmt: skip
+        start = now()
+        t = start
+        while (tl.load(flag, volatile=True) < epoch) & (t - start < timeout_ns):
+            t = now()
 
     return _harness_rank_barrier, _harness_idle, _harness_gate
