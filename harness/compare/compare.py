@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, clock_explains, evidence, may_regress, near_limit, rep_stats
+from harness.compare.confidence import CONFIDENCE, assess, may_regress
 from harness.compare.notes import (
     SAME_GPU_WHY,
     clock_note,
@@ -250,29 +250,25 @@ def compare_frames(
     return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
 
 
-_JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
-
-
 def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule) -> dict[str, Any]:
-    """How sure each timed verdict is, from both stacks' rep times (confidence.py); 'unknown' without them.
-    Rep times are parsed only for cases near a limit (confidence.near_limit): the others are confident."""
+    """How sure each timed verdict is, from both stacks' rep times (confidence.assess); 'unknown' without them."""
     u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
-    near = near_limit(gu, tu, vcode, rule) | (np.isin(vcode, list(_JUDGED)) & ((j.gsc == u) | (j.tsc == u)))
-    reps, counted = [], []
-    for df, rows in ((j.golden, j.gi), (j.tot, j.ti)):
-        stats = (np.zeros(len(rows), dtype=np.int64), np.full(len(rows), np.nan), np.full(len(rows), np.nan))
-        if "rep_times_us" in df.columns and near.any():
-            for full, part in zip(stats, rep_stats(_col(df, "rep_times_us", rows[near]).to_numpy(dtype=object))):
-                full[near] = part
-        reps.append(stats)
-        counted.append(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan))
-    ev = evidence(gu, tu, reps[0], reps[1], vcode, rule)
-    far = (ev["confidence"] == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
-    ev["confidence"][far] = CONFIDENCE.index("confident")
+    sides = ((j.golden, j.gi), (j.tot, j.ti))
+
+    def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return tuple(
+            _col(df, "rep_times_us", rows[near]).to_numpy(dtype=object) if "rep_times_us" in df.columns else None
+            for df, rows in sides
+        )
+
+    counted = tuple(
+        np.asarray(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan), dtype=float)
+        for df, rows in sides
+    )
+    clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
-        fg, ft = _col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan)
-        moved = clock_explains(gu, tu, fg, ft, vcode, rule) & (ev["confidence"] == CONFIDENCE.index("confident"))
-        ev["confidence"][moved] = CONFIDENCE.index("ambiguous")  # the time moved with the clock: not sure
+        clocks = (_col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan))
+    ev = assess(gu, tu, vcode, rule, (j.gsc == u) | (j.tsc == u), rep_texts, counted, clocks)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 

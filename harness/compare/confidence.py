@@ -20,6 +20,8 @@ I = 100 ((golden − abs) / (rel · golden) − 1). A verdict is
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from harness.compare.rule import VERDICTS, Rule
@@ -197,3 +199,40 @@ def may_regress(
     hi = np.asarray(delta_hi_pct, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         return (v == "regression") | ((v == "ok") & (c == "ambiguous") & (hi > np.asarray(limit_pct)))
+
+
+#: the verdict codes a confidence is assessed for
+JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
+
+
+def assess(
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    verdict_codes: np.ndarray,
+    rule: Rule,
+    unstable: np.ndarray,
+    rep_texts: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray | None]],
+    counted: tuple[np.ndarray, np.ndarray],
+    clocks: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """``evidence`` for every row, judged as compare does: rep times are read only for the cases near a limit
+    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without);
+    the rest are confident when each stack counted at least 2 reps (``counted``); a confident verdict whose time
+    moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. The one copy of this judgement, for
+    compare's files and for the referee of a re-measuring run."""
+    near = near_limit(golden_us, tot_us, verdict_codes, rule) | (np.isin(verdict_codes, JUDGED) & unstable)
+    stats = []
+    for texts in rep_texts(near) if near.any() else (None, None):
+        full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
+        if texts is not None:
+            for out, part in zip(full, rep_stats(texts)):
+                out[near] = part
+        stats.append(full)
+    ev = evidence(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule)
+    conf = ev["confidence"]
+    far = (conf == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
+    conf[far] = CONFIDENCE.index("confident")
+    if clocks is not None:
+        moved = clock_explains(golden_us, tot_us, clocks[0], clocks[1], verdict_codes, rule)
+        conf[moved & (conf == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")
+    return ev

@@ -11,11 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, clock_explains, evidence, near_limit, rep_stats
-from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.compare.confidence import CONFIDENCE, assess
+from harness.compare.rule import Rule, timed_codes
 from harness.results.schema import TIMED_STATUSES
-
-_JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
 
 
 def rule_referee(rule: Rule) -> Callable[[list[dict[str, Any]]], bool]:
@@ -28,23 +26,18 @@ def rule_referee(rule: Rule) -> Callable[[list[dict[str, Any]]], bool]:
 
 
 def pair_decided(golden: dict[str, Any], tot: dict[str, Any], rule: Rule) -> bool:
-    """Whether compare would call this pair of rows anything but ``ambiguous`` (as compare._evidence does: only
-    cases near a limit, or unstable under a stack, are judged from their reps)."""
+    """Whether compare would call this pair of rows anything but ``ambiguous`` (confidence.assess, as compare
+    judges its files)."""
     if golden.get("status") not in TIMED_STATUSES or tot.get("status") not in TIMED_STATUSES:
         return True  # a failure or a skip: nothing that more reps could decide
     g, t = _one(golden.get("time_us")), _one(tot.get("time_us"))
     code = timed_codes(g, t, rule)
-    if int(code[0]) not in _JUDGED:
-        return True  # under the floor: ignored
-    unstable = "unstable" in (golden.get("status"), tot.get("status"))
-    if not (unstable or near_limit(g, t, code, rule)[0]):
-        return True
-    ev = evidence(g, t, _reps(golden), _reps(tot), code, rule)
-    conf = CONFIDENCE[int(ev["confidence"][0])]
-    if conf == "confident":
-        fg, ft = _one(golden.get("sm_clock_mhz")), _one(tot.get("sm_clock_mhz"))
-        conf = "ambiguous" if clock_explains(g, t, fg, ft, code, rule)[0] else conf
-    return conf != "ambiguous"
+    unstable = np.array(["unstable" in (golden.get("status"), tot.get("status"))])
+    texts = tuple(_texts(row) for row in (golden, tot))
+    counted = (_one(golden.get("reps")), _one(tot.get("reps")))
+    clocks = (_one(golden.get("sm_clock_mhz")), _one(tot.get("sm_clock_mhz")))
+    ev = assess(g, t, code, rule, unstable, lambda near: texts, counted, clocks)
+    return CONFIDENCE[int(ev["confidence"][0])] != "ambiguous"
 
 
 def _one(v: Any) -> np.ndarray:
@@ -54,7 +47,6 @@ def _one(v: Any) -> np.ndarray:
         return np.array([np.nan])
 
 
-def _reps(row: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _texts(row: dict[str, Any]) -> np.ndarray:
     reps = row.get("rep_times_us")
-    text = reps if isinstance(reps, str) else json.dumps(list(reps or []))
-    return rep_stats(np.array([text], dtype=object))
+    return np.array([reps if isinstance(reps, str) else json.dumps(list(reps or []))], dtype=object)
