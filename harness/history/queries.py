@@ -88,14 +88,19 @@ def run_conditions(f: Filter) -> list[Any]:
         conds.append(_match(runs.c.env_name, f.stacks))
     if f.tritons:
         conds.append(_match(runs.c.triton_version, f.tritons))
-    if f.gpu:
-        conds.append(_gpu(runs.c.gpu_name, runs.c.gpu_uuid, f.gpu))
+    return conds + _stored_conditions(f, runs, runs.c.run_at)
+
+
+def _stored_conditions(f: Filter, table: Any, when: Any) -> list[Any]:
+    """The GPU, the date window (on ``when``) and the tags: what runs, comparisons and calibrations are all
+    filtered by."""
+    conds = [_gpu(table.c.gpu_name, table.c.gpu_uuid, f.gpu)] if f.gpu else []
     if f.since:
-        conds.append(runs.c.run_at >= f.since)
+        conds.append(when >= f.since)
     if f.until:
-        conds.append(runs.c.run_at < f.until)
-    conds += [_tagged(runs.c.tags, t) for t in f.tags]
-    conds += [~_tagged(runs.c.tags, t) for t in f.without_tags]
+        conds.append(when < f.until)
+    conds += [_tagged(table.c.tags, t) for t in f.tags]
+    conds += [~_tagged(table.c.tags, t) for t in f.without_tags]
     return conds
 
 
@@ -169,17 +174,9 @@ def comparisons_frame(conn: Any, f: Filter | None = None, include_aa: bool = Tru
 
     f = f or Filter()
     when = func.coalesce(comparisons.c.compared_at, comparisons.c.added_at)
-    conds = []
-    if f.gpu:
-        conds.append(_gpu(comparisons.c.gpu_name, comparisons.c.gpu_uuid, f.gpu))
+    conds = _stored_conditions(f, comparisons, when)
     if f.tritons:
         conds.append(_match(comparisons.c.tot_triton, f.tritons) | _match(comparisons.c.golden_triton, f.tritons))
-    if f.since:
-        conds.append(when >= f.since)
-    if f.until:
-        conds.append(when < f.until)
-    conds += [_tagged(comparisons.c.tags, t) for t in f.tags]
-    conds += [~_tagged(comparisons.c.tags, t) for t in f.without_tags]
     if not include_aa:
         conds.append(comparisons.c.same_triton.is_(False))
     cols = [c for c in comparisons.c if c.name != "meta"]
@@ -194,13 +191,7 @@ def calibrations_frame(conn: Any, f: Filter | None = None) -> pd.DataFrame:
 
     f = f or Filter()
     when = func.coalesce(calibrations.c.calibrated_at, calibrations.c.added_at)
-    conds = [_gpu(calibrations.c.gpu_name, calibrations.c.gpu_uuid, f.gpu)] if f.gpu else []
-    if f.since:
-        conds.append(when >= f.since)
-    if f.until:
-        conds.append(when < f.until)
-    conds += [_tagged(calibrations.c.tags, t) for t in f.tags]
-    conds += [~_tagged(calibrations.c.tags, t) for t in f.without_tags]
+    conds = _stored_conditions(f, calibrations, when)
     cols = [c for c in calibrations.c if c.name != "meta"]
     return _frame(conn, select(*cols, when.label("when")).where(*conds).order_by(when, calibrations.c.id))
 
