@@ -49,9 +49,12 @@ def env_pack(
         str | None, typer.Option("--find-links", help="a folder or page of wheels (alone: no index)")
     ] = None,
     level: Annotated[int, typer.Option("--level", help="xz preset, 0 (fastest) to 9 (smallest)")] = 9,
+    keep_debug: Annotated[
+        bool, typer.Option("--keep-debug", help="keep the shared objects' debug sections (default: stripped)")
+    ] = False,
 ) -> None:
     """The offline bundle of a Triton release for an NVIDIA node: the wheel without the AMD backend and static
-    libraries (ptxas-blackwell stays), as tar.xz parts with sha256 checksums and a manifest."""
+    libraries (ptxas-blackwell stays), the shared objects' debug sections stripped, as tar.xz parts with sha256 checksums and a manifest."""
     from harness.envs.pack import pack
     from harness.render.progress import byte_bars
     from harness.render.terminal import stderr
@@ -69,6 +72,7 @@ def env_pack(
             index_url=index_url,
             find_links=find_links,
             level=level,
+            strip_debug=not keep_debug,
             log=lambda m: con.print(m, markup=False, highlight=False),
             progress=bars,
         )

@@ -12,6 +12,7 @@ temporary folder beside the destination, checked whole, and renamed into place w
 
 from __future__ import annotations
 
+import base64
 import calendar
 import contextlib
 import hashlib
@@ -65,10 +66,12 @@ def pack(
     index_url: str | None = None,
     find_links: str | None = None,
     level: int = 9,
+    strip_debug: bool = True,
     log: Callable[[str], None] = print,
     progress: Progress = _noop,
 ) -> dict[str, Any]:
-    """Write the bundle of Triton ``version`` into the new folder ``out``; return its manifest."""
+    """Write the bundle of Triton ``version`` into the new folder ``out``; return its manifest. ``strip_debug``:
+    the shared objects' debug sections left out (bundle.STRIP_DEBUG), when a ``strip`` program is at hand."""
     version = release_version(version, "VERSION")
     python = python or f"{sys.version_info[0]}.{sys.version_info[1]}"
     B.python_tag(python)
@@ -87,7 +90,8 @@ def pack(
         whl = Path(wheel) if wheel else _download(version, python, arch, work, index_url, find_links, log)
         info = _check_wheel(whl, version)
         name = f"triton-{version}.tar.xz"
-        stats = _wheel_to_archive(whl, work / name, level, log, progress)
+        stripped = _strip_debug(whl, work / "stripped", log) if strip_debug else {}
+        stats = _wheel_to_archive(whl, work / name, level, log, progress, stripped)
         bundle = work / "bundle"
         archive, parts = _split(work / name, bundle, size, progress)
         man = B.manifest(
@@ -98,6 +102,7 @@ def pack(
             parts=parts,
             dropped={"files": stats["dropped_files"], "bytes": stats["dropped_bytes"], "why": stats["why"]},
             executables=stats["executables"],
+            stripped=stats["stripped"],
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
         for i in range(len(parts)):
@@ -176,7 +181,46 @@ class _Counting(io.RawIOBase):
         return data
 
 
-def _wheel_to_archive(whl: Path, archive: Path, level: int, log, progress: Progress) -> dict[str, Any]:
+def _strip_debug(whl: Path, work: Path, log: Callable[[str], None]) -> dict[str, Path]:
+    """The wheel's shared objects (bundle.strippable) without their debug sections, each in a file under ``work``:
+    member name → that file. Nothing when no ``strip`` is installed (said once), or for a member strip refuses."""
+    exe = shutil.which("strip")
+    with zipfile.ZipFile(whl) as zf:
+        todo = [z for z in zf.infolist() if not z.is_dir() and B.strippable(z.filename, z.file_size)]
+        if todo and exe is None:
+            log("no strip program (binutils): the shared objects keep their debug sections")
+            return {}
+        work.mkdir(parents=True, exist_ok=True)
+        done: dict[str, Path] = {}
+        for i, z in enumerate(todo):
+            raw, thin = work / f"{i}.raw", work / f"{i}.so"
+            with zf.open(z) as src, open(raw, "wb") as dst:
+                shutil.copyfileobj(src, dst, CHUNK)
+            r = subprocess.run([exe, "--strip-debug", "-o", str(thin), str(raw)], capture_output=True, text=True)
+            raw.unlink()
+            if r.returncode == 0 and thin.stat().st_size < z.file_size:
+                done[z.filename] = thin
+            else:
+                thin.unlink(missing_ok=True)
+    saved = sum(zipfile.ZipFile(whl).getinfo(n).file_size - p.stat().st_size for n, p in done.items())
+    if done:
+        log(f"stripped the debug sections of {len(done)} shared objects: {saved / 1e6:.0f} MB less to unpack")
+    return done
+
+
+def _record_digest(path: Path) -> tuple[str, int]:
+    """A file's RECORD digest (urlsafe base64 of its sha256, unpadded) and size."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode(), path.stat().st_size
+
+
+def _wheel_to_archive(
+    whl: Path, archive: Path, level: int, log, progress: Progress, stripped: dict[str, Path] | None = None
+) -> dict[str, Any]:
+    stripped = stripped or {}
     with zipfile.ZipFile(whl) as zf:
         members = sorted((z for z in zf.infolist() if not z.is_dir()), key=lambda z: z.filename)
         for z in members:
@@ -184,7 +228,11 @@ def _wheel_to_archive(whl: Path, archive: Path, level: int, log, progress: Progr
                 raise HarnessError(f"{whl.name}: member {z.filename!r} would land outside the bundle's folder")
         why = {z.filename: r for z in members if (r := B.drop_reason(z.filename))}
         kept = [z for z in members if z.filename not in why]
-        total = sum(z.file_size for z in kept)
+        size = {
+            z.filename: stripped[z.filename].stat().st_size if z.filename in stripped else z.file_size for z in kept
+        }
+        total = sum(size.values())
+        changed = {n: _record_digest(p) for n, p in stripped.items()}
         dropped_bytes = sum(z.file_size for z in members if z.filename in why)
         reasons = sorted(set(why.values()))
         log(
@@ -202,15 +250,18 @@ def _wheel_to_archive(whl: Path, archive: Path, level: int, log, progress: Progr
             made: set[str] = set()
             for z in kept:
                 _add_parents(tar, z, made)
-                data = _rewritten(zf, z, set(why))
+                data = _rewritten(zf, z, set(why), changed)
                 ti = tarfile.TarInfo(z.filename)
-                ti.size = len(data) if data is not None else z.file_size
+                ti.size = len(data) if data is not None else size[z.filename]
                 ti.mtime = calendar.timegm((*z.date_time, 0, 0, 0))
                 ti.mode = ((z.external_attr >> 16) & 0o777) or 0o644
                 if B.executable(z.filename):
                     ti.mode |= 0o755
                     executables.append(z.filename)
-                src = io.BytesIO(data) if data is not None else zf.open(z)
+                if data is not None:
+                    src: IO[bytes] = io.BytesIO(data)
+                else:
+                    src = open(stripped[z.filename], "rb") if z.filename in stripped else zf.open(z)  # noqa: SIM115
                 with contextlib.closing(src):
                     tar.addfile(ti, _Counting(src, tick))
         progress("pack", total, total)
@@ -221,6 +272,7 @@ def _wheel_to_archive(whl: Path, archive: Path, level: int, log, progress: Progr
         "dropped_bytes": dropped_bytes,
         "why": reasons,
         "executables": executables,
+        "stripped": {"files": len(stripped), "bytes": sum(z.file_size - size[z.filename] for z in kept)},
     }
 
 
@@ -235,14 +287,17 @@ def _add_parents(tar: tarfile.TarFile, z: zipfile.ZipInfo, made: set[str]) -> No
             tar.addfile(ti)
 
 
-def _rewritten(zf: zipfile.ZipFile, z: zipfile.ZipInfo, dropped: set[str]) -> bytes | None:
-    """The new bytes of a member that names dropped files (entry points, RECORD), else None (copied as is)."""
+def _rewritten(
+    zf: zipfile.ZipFile, z: zipfile.ZipInfo, dropped: set[str], changed: dict[str, tuple[str, int]] | None = None
+) -> bytes | None:
+    """The new bytes of a member that names dropped or stripped files (entry points, RECORD), else None (copied as
+    is)."""
     base = z.filename.rsplit("/", 1)[-1]
     if not z.filename.split("/")[0].endswith(".dist-info") or base not in ("entry_points.txt", "RECORD"):
         return None
     text = zf.read(z).decode("utf-8")
     if base == "RECORD":
-        return B.record_without_dropped(text, dropped).encode()
+        return B.record_with(B.record_without_dropped(text, dropped), changed or {}).encode()
     gone = [p for p in B.dropped_packages() if any(d.startswith(p + "/") for d in dropped)]
     return B.entry_points_without_dropped(text, gone).encode()
 

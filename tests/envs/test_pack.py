@@ -314,3 +314,74 @@ def test_unpack_force_replaces_only_an_overlay_harness_wrote(tmp_path, bundle):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert unpack(bundle, empty, **QUIET)[0] == empty and (empty / OVERLAY_MARKER).is_file()
+
+
+# ----------------------------------------------------------------------------------------- strip debug
+
+
+def test_strippable_members_are_large_triton_shared_objects_never_the_bundled_tools():
+    big = B.STRIP_MIN_BYTES
+    assert B.strippable("triton/_C/libtriton.so", big)
+    assert B.strippable("triton/backends/nvidia/lib/cupti/libcupti.so.12", big)
+    assert not B.strippable("triton/_C/libtriton.so", big - 1)  # small: not worth a process
+    assert not B.strippable("triton/backends/nvidia/bin/ptxas", big)  # KEEP: the tools as NVIDIA shipped them
+    assert not B.strippable("triton/language/core.py", big)
+
+
+def test_record_with_rewrites_only_the_changed_rows():
+    text = "triton/_C/libtriton.so,sha256=old,500\ntriton/__init__.py,sha256=a,3\nx/RECORD,,\n"
+    got = B.record_with(text, {"triton/_C/libtriton.so": ("new", 200)})
+    assert got == "triton/_C/libtriton.so,sha256=new,200\ntriton/__init__.py,sha256=a,3\nx/RECORD,,\n"
+
+
+def _debug_so(folder: Path) -> bytes:
+    """A real shared object with DWARF sections (gcc -g), padded with a large debug-only array."""
+    src = folder / "lib.c"
+    src.write_text("static const char pad[1 << 16] = {1};\nint f(int x) { return x + pad[x & 1]; }\n")
+    so = folder / "lib.so"
+    subprocess.run(["gcc", "-g3", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    return so.read_bytes()
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("strip")), reason="needs gcc and binutils")
+def test_pack_strips_debug_sections_and_the_record_tells_the_truth(tmp_path, monkeypatch):
+    import base64
+    import tarfile
+    import zipfile
+
+    monkeypatch.setattr(B, "STRIP_MIN_BYTES", 0)
+    so = _debug_so(tmp_path)
+    whl = synthetic_wheel(tmp_path / "wheels", noise=1000)
+    with zipfile.ZipFile(whl) as zf:
+        files = {n: zf.read(n) for n in zf.namelist()}
+    record = next(n for n in files if n.endswith("/RECORD"))
+    files[record] = f"triton/_C/libdebug.so,sha256=wheel,{len(so)}\n".encode() + files[record]
+    files["triton/_C/libdebug.so"] = so
+    with zipfile.ZipFile(whl, "w") as zf:
+        for n, data in files.items():
+            zf.writestr(n, data)
+    logs: list[str] = []
+    man = pack("3.7.1", tmp_path / "b", wheel=whl, part_mb=0.1, log=logs.append)
+    assert man["stripped"]["files"] == 1 and man["stripped"]["bytes"] > 0
+    assert any("stripped the debug sections of 1 shared objects" in m for m in logs)
+    dest, _ = unpack(tmp_path / "b", tmp_path / "o", log=lambda m: None)
+    thin = (dest / "triton/_C/libdebug.so").read_bytes()
+    assert len(thin) == len(so) - man["stripped"]["bytes"]
+    sections = subprocess.run(["readelf", "-S", str(dest / "triton/_C/libdebug.so")], capture_output=True, text=True)
+    assert ".debug_info" not in sections.stdout and ".symtab" in sections.stdout  # symbols kept for backtraces
+    record = next(dest.glob("triton-*.dist-info/RECORD")).read_text()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(thin).digest()).rstrip(b"=").decode()
+    assert f"triton/_C/libdebug.so,sha256={digest},{len(thin)}" in record
+    # --keep-debug: the member as the wheel has it
+    man = pack("3.7.1", tmp_path / "k", wheel=whl, part_mb=0.1, strip_debug=False, **QUIET)
+    assert man["stripped"] == {"files": 0, "bytes": 0}
+    with tarfile.open(fileobj=_joined(tmp_path / "k"), mode="r|xz") as tar:
+        for m in tar:
+            if m.name == "triton/_C/libdebug.so":
+                assert tar.extractfile(m).read() == so
+
+
+def _joined(folder: Path):
+    import io
+
+    return io.BytesIO(b"".join(p.read_bytes() for p in sorted(folder.glob("p*/*.part*"))))
