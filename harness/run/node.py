@@ -9,22 +9,28 @@ a killed run is resumed part by part with ``--resume``, and the merge only ever 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.inputs.suite import Case
-from harness.run.group import inherited_gpus
+from harness.run.cases import worker_case
+from harness.run.group import inherited_gpus, visible
 from harness.run.interleave import run_interleaved
 from harness.run.merge import merge_results
 from harness.run.options import RunOptions
+from harness.run.precompile import precompile
 from harness.run.runner import run_suite
 from harness.run.shards import partition
+from harness.run.sidecar import update_sidecar
 
 Runs = list[tuple[EnvSpec, Path]]
 Bars = Callable[[str], Callable[[int, str, int, int], None]]
@@ -103,19 +109,48 @@ def run_on_gpus(
         )
     singles = [s for s in steps if s[0].startswith("gpu")]
     jobs = len(singles) or 1
+    t0 = time.monotonic()
+    compiled = _precompile_node(runs, opts, [c for _, _, part in singles for c in part], gpus)
+    if compiled:  # the parts find every single-GPU case's kernels in the cache
+        opts = replace(opts, compile_jobs=1)
     # the parts of one GPU share it with nothing else: each keeps its own memory budget
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(lambda s: _run_part(runs, opts, suite, bars, warn, *s), singles))
+        walls = list(pool.map(lambda s: _run_part(runs, opts, suite, bars, warn, *s), singles))
     for step in steps[len(singles) :]:  # multi-GPU cases hold several GPUs: one world size at a time
-        _run_part(runs, opts, suite, bars, warn, *step)
+        walls.append(_run_part(runs, opts, suite, bars, warn, *step))
     names = [name for name, _, _ in steps]
-    return [merge_results([part_path(out, n) for n in names if part_path(out, n).exists()], out) for _, out in runs]
+    counts = [merge_results([part_path(out, n) for n in names if part_path(out, n).exists()], out) for _, out in runs]
+    # where the node's time went: a part that ends long before the others was given too little
+    walls_ = [{"part": n, "gpus": g, "cases": len(c), "wall_s": w} for (n, g, c), w in zip(steps, walls)]
+    for _, out in runs:
+        node = {"wall_s": round(time.monotonic() - t0, 2), "parts": walls_}
+        update_sidecar(out, node={**node, **({"precompile": compiled} if compiled else {})})
+    return counts
+
+
+def _precompile_node(runs: Runs, opts: RunOptions, cases: list[Case], gpus: list[int]) -> list[dict[str, Any]]:
+    """Every env's single-GPU cases compiled once for the whole node before the parts start, ``--compile-jobs``
+    workers per GPU (at most one per core): compiled per part instead, the kernels two parts share would be
+    compiled twice, and a part whose compiling ends first would wait on the other's. [] when not compiling."""
+    timings = {opts.timing or spec.timing for spec, _ in runs}
+    if opts.compile_jobs <= 1 or "wallclock" in timings or len(cases) < 2:
+        return []
+    jobs = min(opts.compile_jobs * len(gpus), os.cpu_count() or 1)
+    requests = [worker_case(c) for c in cases]
+    figures = []
+    for spec, out in runs:
+        logs = opts.log_dir or out.parent / (out.name + ".logs")
+        where = [visible([g]) for g in gpus]
+        timing = opts.timing or spec.timing
+        figures.append({"env": spec.name, **precompile(spec, timing, requests, logs, jobs, opts.timeout_s, gpus=where)})
+    return figures
 
 
 def _run_part(
     runs: Runs, opts: RunOptions, suite: str, bars: Bars, warn: Callable[[str], None] | None,
     name: str, gpus: list[int], cases: list[Case],
-) -> None:  # fmt: skip
+) -> float:  # fmt: skip
+    t0 = time.monotonic()
     part_runs = [(spec, part_path(out, name)) for spec, out in runs]
     for _, p in part_runs:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -126,3 +161,4 @@ def _run_part(
         run_suite(spec, cases, out, o, lambda label, i, n: progress(0, label, i, n), suite)
     else:
         run_interleaved(part_runs, cases, o, progress, suite, warn)
+    return round(time.monotonic() - t0, 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -194,18 +195,23 @@ class SuiteRun:
     def steps(self) -> Generator[tuple[int, str], None, dict[str, int]]:
         self._open()
         clean = False
+        clock = _PhaseClock()
         try:
             self._prepare_all()
+            clock.lap("prepare_s")
             self._heat()
+            clock.lap("heat_s")
             for rnd in range(1, stability.MAX_REPS + 1):
                 yield from self._round(rnd)
                 if rnd >= self.opts.reps:
                     self._decide(rnd)
+            clock.lap("reps_s")
             if self.board is not None:
                 yield from self._remeasure(stability.MAX_REPS + 1)
+                clock.lap("remeasure_s")
             clean = True
         finally:
-            self._close(clean)
+            self._close(clean, clock)
         return self.counts
 
     def _prepare_all(self) -> None:
@@ -366,15 +372,35 @@ class SuiteRun:
         row["gpu"] = self._gpu_of(int(st.request["world_size"]))
         return row
 
-    def _close(self, clean: bool) -> None:
+    def _close(self, clean: bool, clock: _PhaseClock | None = None) -> None:
         # interrupted (Ctrl-C, SIGTERM): kill the workers, they run in sessions of their own
         for w in [self.worker, *self.groups.values()]:
             if w is not None:
                 w.close() if clean else w.kill()
         self.appender.close()
         self.journal.close()
+        fields: dict[str, Any] = {"phases": clock.figures(clean)} if clock is not None else {}
         if self.timing != "wallclock":
-            update_sidecar(self.out, gpu={"after": gpu_state(smi_id(self.info))})
+            fields["gpu"] = {"after": gpu_state(smi_id(self.info))}
+        if fields:
+            update_sidecar(self.out, **fields)
+
+
+class _PhaseClock:
+    """Wall seconds of a run's phases (preparing and compiling, heating, the reps, re-measuring), for the sidecar:
+    where a run's time went. In an interleaved run every env's phases span the others' steps too."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self.last, 2)
+        self.last = now
+
+    def figures(self, finished: bool) -> dict[str, Any]:
+        return {**self.laps, "wall_s": round(time.monotonic() - self.start, 2), "finished": finished}
 
 
 class _Failed:

@@ -40,6 +40,39 @@ def test_the_plan_keeps_multi_gpu_cases_whole():
         plan(cases, [0, 1], None)
 
 
+def test_the_node_compiles_once_before_its_parts_and_the_parts_then_do_not(tmp_path, monkeypatch):
+    """With --compile-jobs > 1 on GPU timing, every env's single-GPU cases are compiled once for the node, the
+    compile workers taking the GPUs in turn, before any part starts; the parts then compile nothing themselves."""
+    from dataclasses import replace
+
+    from harness.envs.spec import load_env_spec
+    from harness.run import node
+    from harness.run.options import RunOptions
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    spec = replace(load_env_spec(str(DATA / "cpu-env.yaml")), timing="cupti")
+    cases = load_suite(ROOT / "examples" / "softmax.yaml")
+    calls, parts = [], []
+
+    def fake_precompile(spec_, timing, requests, logs, jobs, timeout_s, gpus=None):
+        calls.append((spec_.name, timing, len(requests), jobs, gpus, len(parts)))
+        return {"jobs": jobs, "cases": len(requests)}
+
+    monkeypatch.setattr(node, "precompile", fake_precompile)
+    monkeypatch.setattr(node, "_run_part", lambda runs, opts, *a: parts.append(opts.compile_jobs) or 1.0)
+    monkeypatch.setattr(node, "merge_results", lambda paths, out: {})
+    monkeypatch.setattr(node, "update_sidecar", lambda out, **f: None)
+    monkeypatch.setattr(node.os, "cpu_count", lambda: 16)
+    runs = [(spec, tmp_path / "g.csv"), (spec, tmp_path / "t.csv")]
+    node.run_on_gpus(runs, cases, RunOptions(compile_jobs=8), [0, 1], "s", lambda name: None)
+    where = [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    assert calls == [(spec.name, "cupti", len(cases), 16, where, 0)] * 2  # both envs, before any part
+    assert parts == [1, 1]  # no part compiles again
+    calls.clear(), parts.clear()
+    node.run_on_gpus(runs, cases, RunOptions(compile_jobs=1), [0, 1], "s", lambda name: None)
+    assert calls == [] and parts == [1, 1]  # --compile-jobs 1: the parts compile as they go, as before
+
+
 @pytest.mark.slow
 def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
@@ -54,6 +87,12 @@ def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path):
         parts = df.attrs["env"]["parts"]
         assert [p["path"].rsplit("/", 1)[1] for p in parts] == ["gpu0.csv", "gpu1.csv"]
         assert len(load_results(out.parent / f"{out.name}.parts" / "gpu0.csv")) in range(1, 6)
+        node = df.attrs["env"]["node"]  # where the node's time went, part by part
+        assert [(p["part"], p["gpus"]) for p in node["parts"]] == [("gpu0", [0]), ("gpu1", [1])]
+        assert sum(p["cases"] for p in node["parts"]) == 6
+        assert 0 < max(p["wall_s"] for p in node["parts"]) <= node["wall_s"]
+        phases = load_results(out.parent / f"{out.name}.parts" / "gpu0.csv").attrs["env"]["phases"]
+        assert phases["finished"] and phases["prepare_s"] + phases["reps_s"] <= phases["wall_s"] + 0.01
     again = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=600)
     assert again.returncode == 2 and "exists; pass --resume" in again.stderr
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=600)
