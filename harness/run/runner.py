@@ -193,9 +193,10 @@ class SuiteRun:
 
     # ------------------------------------------------------------------------------------------ phases
     def steps(self) -> Generator[tuple[int, str], None, dict[str, int]]:
-        self._open()
-        clean = False
         clock = _PhaseClock()
+        self._open()
+        clock.lap("open_s")
+        clean = False
         try:
             self._prepare_all()
             clock.lap("prepare_s")
@@ -387,8 +388,9 @@ class SuiteRun:
 
 
 class _PhaseClock:
-    """Wall seconds of a run's phases (preparing and compiling, heating, the reps, re-measuring), for the sidecar:
-    where a run's time went. In an interleaved run every env's phases span the others' steps too."""
+    """Wall seconds of a run's phases, for the sidecar: where its time went. ``open_s``: starting the worker and
+    opening the files; then preparing and compiling, heating, the reps, re-measuring. In an interleaved run every
+    env's phases span the others' steps too."""
 
     def __init__(self) -> None:
         self.start = self.last = time.monotonic()

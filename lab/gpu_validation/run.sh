@@ -98,7 +98,7 @@ for step in "$@"; do
     aa-il)  # golden twice in one run, interleaved: what the rule flags here is noise
       stamp "run golden A/A interleaved start"
       hrun --env envs/golden.yaml --out "$R/golden-aa-1.csv" --with-env envs/golden.yaml \
-        --with-out "$R/golden-aa-2.csv" --suite "$SUITE" --resume 2>&1 | tail -3
+        --with-out "$R/golden-aa-2.csv" --suite "$SUITE" --resume --compile-jobs 8 ${RUN_ARGS:-} 2>&1 | tail -3
       stamp "run golden A/A interleaved end"
       h compare "$R/golden-aa-1.csv" "$R/golden-aa-2.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
         | tee "$R/compare-aa.txt" | tail -12
@@ -249,7 +249,7 @@ PY
       ;;
     gpus)  # one node's GPUs together: SUITE golden + TOT on GPU 0 alone, then on every GPU (--gpus all), each
            # from empty compile caches; FILTER
-      for g in 0 all; do
+      for g in ${GPUS_RUNS:-0 all}; do  # GPUS_RUNS=0 / all: one of the two per call (a call is 10 minutes)
         rm -rf .harness/cache/golden .harness/cache/tot  # both runs compile from scratch
         stamp "gpus $g start"
         t0=$(date +%s)
@@ -260,6 +260,7 @@ PY
         stamp "gpus $g end"
         h compare "$R/gpus-$g-golden.csv" "$R/gpus-$g-tot.csv" --out "$R/gpus-$g-compare.csv" \
           > "$R/gpus-$g-compare.txt" 2>&1 || true
+        python3 lab/gpu_validation/phases.py "$R/gpus-$g-golden.csv" "$R/gpus-$g-tot.csv" | tee "$R/gpus-$g-phases.txt"
       done
       ;;
     all) "$0" correctness suite aa fidelity ;;
