@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import ExistingFile
+from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
 
 
@@ -16,9 +17,9 @@ def compare(
     tot: ExistingFile,
     out: Annotated[Path | None, typer.Option("--out", help="write the verdict table as CSV")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="write a PR-comment-ready markdown file")] = None,
-    rel: Annotated[float, typer.Option(help="relative factor of the rule")] = 1.005,
-    abs_us: Annotated[float, typer.Option("--abs-us", help="absolute slack of the rule, µs")] = 0.5,
-    min_golden_us: Annotated[float, typer.Option("--min-golden-us", help="ignore cases faster than this")] = 4.0,
+    rel: RuleRel = REL,
+    abs_us: RuleAbsUs = ABS_US,
+    min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
     unstable: Annotated[
         str,
         typer.Option(
@@ -68,7 +69,6 @@ def compare(
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
     from harness.compare.compare import compare_files
-    from harness.compare.rule import Rule
     from harness.compare.store import meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
     from harness.render.markdown import render_markdown
@@ -77,10 +77,7 @@ def compare(
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
-    try:
-        rule = Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
-    except ValueError as err:
-        raise HarnessError(str(err)) from None
+    rule = rule_of(rel, abs_us, min_golden_us)
     outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
     refuse_overwrite(outputs, [golden, tot, sidecar_path(golden), sidecar_path(tot)])
     if out and markdown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -26,6 +27,9 @@ from harness.cli.options import (
     RemeasureShare,
     Reps,
     Resume,
+    RuleAbsUs,
+    RuleMinGoldenUs,
+    RuleRel,
     Shard,
     ShufflePlacement,
     Suite,
@@ -35,8 +39,13 @@ from harness.cli.options import (
     WithEnv,
     WithOut,
     remeasure_policy,
+    rule_of,
 )
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.compare.rule import Rule
 
 
 def _launch_gap(value: str | None) -> str | None:
@@ -72,6 +81,9 @@ def run(
     remeasure: RemeasureOn = True,
     remeasure_reps: RemeasureReps = 12,
     remeasure_time: RemeasureShare = 0.3,
+    rel: RuleRel = REL,
+    abs_us: RuleAbsUs = ABS_US,
+    min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
     shard: Shard = None,
     gpus: Gpus = None,
     times: Times = None,
@@ -90,6 +102,7 @@ def run(
 
     with_env, with_out = with_env or [], with_out or []
     gap, shard, gpu_list = _checked(timing, timeout, launch_gap, with_env, with_out, times, shard, gpus)
+    rule = _referee_rule(rel, abs_us, min_golden_us, remeasure and bool(with_env))
     if record:
         from harness.history.record import check_record
 
@@ -113,7 +126,7 @@ def run(
         move_inputs=move_inputs,
         shard=shard,
         config_arch=config_arch,
-        remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time),
+        remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time, rule),
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -164,6 +177,18 @@ def _checked(
     from harness.run.node import parse_gpus
 
     return gap, shard, parse_gpus(gpus)
+
+
+def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:
+    """The rule re-measuring referees with (compare's options, one definition): one that is not AITER's without
+    re-measuring would change nothing, and is refused rather than silently recorded nowhere."""
+    rule = rule_of(rel, abs_us, min_golden_us)
+    if not remeasuring and (rel, abs_us, min_golden_us) != (REL, ABS_US, MIN_GOLDEN_US):
+        raise HarnessError(
+            "--rel/--abs-us/--min-golden-us: the rule only referees re-measuring, which needs --with-env and "
+            "--remeasure (compare takes the rule it judges by)"
+        )
+    return rule
 
 
 def _print_counts(con, runs: list, all_counts: list[dict[str, int]]) -> None:  # noqa: ANN001 - a rich Console

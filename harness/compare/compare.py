@@ -18,6 +18,7 @@ from harness.compare.notes import (
     nothing_compared,
     other_gpu,
     overlap_note,
+    remeasured_under,
     same_triton,
 )
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
@@ -425,6 +426,7 @@ def compare_files(
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
+    warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w]
     return Comparison(
         table=table,
         rule=rule,
