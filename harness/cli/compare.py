@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
 from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.compare.compare import Comparison
 
 
 def compare(
@@ -62,9 +65,12 @@ def compare(
         typer.Option(
             "--calibration",
             help="harness calibrate's calibration.csv: a case that cannot resolve the rule's slack says so, "
-            "and its flags are ambiguous",
+            "and its flags are ambiguous (default: the one a sidecar records, from harness run --calibration)",
         ),
     ] = None,
+    no_calibration: Annotated[
+        bool, typer.Option("--no-calibration", help="ignore the calibration the sidecars record")
+    ] = False,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
@@ -89,16 +95,14 @@ def compare(
         from harness.history.record import check_record
 
         check_record([out, markdown])
-    cal = None
-    if calibration is not None:
+    if calibration is not None and no_calibration:
+        raise HarnessError("--calibration and --no-calibration: give one")
+    if calibration is not None:  # a bad file is one line before anything is compared
         from harness.compare.calibration import load_calibration
 
-        cal = load_calibration(calibration)
+        load_calibration(calibration)
     cmp = compare_files(golden, tot, rule, unstable=unstable)
-    if cal is not None:
-        from harness.compare.calibration import calibrate_comparison
-
-        calibrate_comparison(cmp, *cal, str(calibration))
+    _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
     print_comparison(cmp, worst=worst)
@@ -119,3 +123,13 @@ def compare(
         raise HarnessError(f"{gate}: {cmp.same_triton}")
     if (fail_on_regression and cmp.blocking) or (fail_on_ambiguous and cmp.strict_blocking):
         raise typer.Exit(1)
+
+
+def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
+    """Judge ``cmp`` with --calibration FILE, else with the calibration its sidecars record (unless
+    --no-calibration); the output's ``calibration`` line and the metadata say which."""
+    from harness.compare.calibration import calibrate_comparison, pick_calibration
+
+    picked = pick_calibration(cmp, explicit, recorded)
+    if picked is not None:
+        calibrate_comparison(cmp, *picked)

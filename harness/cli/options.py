@@ -47,7 +47,7 @@ ConfigArch = Annotated[
     str | None,
     typer.Option(
         "--config-arch",
-        help="resolve configs as on this arch (gfx950 on an H100 or the CPU)",
+        help="resolve configs as on ARCH (e.g. gfx950)",
     ),
 ]
 Out = Annotated[Path, typer.Option("--out", help="results CSV to write, case by case")]
@@ -148,6 +148,10 @@ Artifacts = Annotated[
         "--artifacts",
         help="keep compiled kernels for `harness explain`",
     ),
+]
+RunCalibration = Annotated[
+    Path | None,
+    typer.Option("--calibration", help="a calibration.csv to keep in the sidecars"),
 ]
 Record = Annotated[
     bool,

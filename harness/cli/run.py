@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from harness.cli.options import (
     RuleAbsUs,
     RuleMinGoldenUs,
     RuleRel,
+    RunCalibration,
     Shard,
     ShufflePlacement,
     Suite,
@@ -84,6 +86,7 @@ def run(
     rel: RuleRel = REL,
     abs_us: RuleAbsUs = ABS_US,
     min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
+    calibration: RunCalibration = None,
     shard: Shard = None,
     gpus: Gpus = None,
     times: Times = None,
@@ -112,6 +115,7 @@ def run(
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = previous_times(times) if times else None
     cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
+    records, check_worker = _calibration(calibration, cases, str(suite)) if calibration else ({}, None)
     opts = RunOptions(
         reps=reps,
         launches=launches,
@@ -127,6 +131,8 @@ def run(
         shard=shard,
         config_arch=config_arch,
         remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time, rule),
+        records=records,
+        check_worker=check_worker,
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -189,6 +195,31 @@ def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: 
             "--remeasure (compare takes the rule it judges by)"
         )
     return rule
+
+
+def _calibration(path: Path, cases: list, suite: str) -> tuple[dict, Callable[[dict], None]]:
+    """--calibration: the record every sidecar keeps (compare judges with it: docs/verdicts.md) and the check of
+    the worker's GPU. Refused (one line, before anything runs): a file that is not a calibration, or one that holds
+    none of the selected cases; once the worker reports its GPU, a calibration of another GPU model. Another GPU of
+    the same model is a warning (once), said again by compare."""
+    from harness.compare.calibration import calibration_record, check_cases, check_gpu, load_calibration
+
+    table, meta = load_calibration(path)
+    what = f"--calibration {path}"
+    check_cases(table, [c.name for c in cases], [c.case_id for c in cases], what, f"selected from {suite}")
+    said: set[str] = set()
+
+    def check(info: dict) -> None:
+        warning = check_gpu(meta, info.get("gpu"), what, "this run measures on")
+        if warning and warning not in said:
+            said.add(warning)
+            from rich.markup import escape
+
+            from harness.render.terminal import stderr
+
+            stderr().print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True, highlight=False)
+
+    return {"calibration": calibration_record(table, meta, path)}, check
 
 
 def _print_counts(con, runs: list, all_counts: list[dict[str, int]]) -> None:  # noqa: ANN001 - a rich Console

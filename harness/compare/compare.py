@@ -66,8 +66,9 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     #: cases whose golden and TOT rows name different GPUs (results merged from several GPUs or machines)
     gpu_rows: str = ""
-    #: the calibration file applied (harness compare --calibration), '' when none
-    calibration: str = ""
+    #: the calibration applied (calibration.pick_calibration's record: --calibration FILE or a sidecar's, with its
+    #: ``source`` and how many compared cases it calibrated); {} when none
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
