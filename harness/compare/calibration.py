@@ -160,11 +160,12 @@ def check_gpu(meta: dict[str, Any], gpu: Any, what: str, where: str) -> str:
 def check_cases(cal: pd.DataFrame, kernels: Any, case_ids: Any, what: str, where: str) -> int:
     """How many of the cases (``kernels``, ``case_ids``: parallel sequences) the calibration holds; none is
     refused (one line: a calibration of another suite, or of other kernels)."""
-    have = set(zip(cal["kernel"].astype(str), cal["case_id"].astype(str)))
-    wanted = list(zip(map(str, kernels), map(str, case_ids)))
-    n = sum(1 for key in wanted if key in have)
-    if wanted and not n:
-        eg = "/".join(next(iter(sorted(have)), ("?", "?")))
+    have = pd.MultiIndex.from_arrays([cal["kernel"].astype(str), cal["case_id"].astype(str)])
+    wanted = pd.MultiIndex.from_arrays([pd.Series(kernels, dtype=object).astype(str),
+                                        pd.Series(case_ids, dtype=object).astype(str)])  # fmt: skip
+    n = int(wanted.isin(have).sum())
+    if len(wanted) and not n:
+        eg = "/".join(min(have)) if len(have) else "?"
         raise HarnessError(
             f"{what}: calibrates none of the {len(wanted)} cases {where} (it holds {len(have)}, e.g. {eg}): a "
             "calibration of another suite?"
@@ -186,14 +187,15 @@ def pick_calibration(
     ``--calibration FILE`` when given (it wins over what the sidecars record), else the one golden's sidecar
     records (``harness run --calibration``), else TOT's; None when there is none or ``recorded`` is off
     (``--no-calibration``). Two sidecars that record different calibrations: golden's, and a warning."""
-    found = _recorded(cmp) if recorded or explicit is not None else []
-    if explicit is not None:
+    if explicit is not None:  # the sidecars' records are not read, only named: a bad one does not stand in its way
         table, meta = load_calibration(explicit)
         rec = {**calibration_record(table, meta, explicit), "source": "--calibration"}
-        others = sorted({r["path"] for _, _, _, r in found if r.get("sha256") != rec["sha256"]})
+        named = [env.get("calibration") for env in (cmp.golden_env, cmp.tot_env) if isinstance(env, dict)]
+        others = sorted({str(r.get("path")) for r in named if isinstance(r, dict) and r.get("sha256") != rec["sha256"]})
         if others:
             rec["instead_of"] = others[0]  # what the sidecars named: said beside the one used
         return table, meta, rec
+    found = _recorded(cmp) if recorded else []
     if not found:
         return None
     side, table, meta, rec = found[0]

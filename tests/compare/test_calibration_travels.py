@@ -220,3 +220,20 @@ def test_a_comparison_written_before_the_record_still_loads(pair, tmp_path, caps
     meta_path = tmp_path / "c.csv.meta.json"
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "calibration": str(cal)}))
     assert load_compare(out).calibration == {"path": str(cal), "source": "--calibration"}
+
+
+def test_a_malformed_recorded_calibration_is_one_line_unless_passed_over(pair, tmp_path, capsys):
+    g, t, cal = pair
+    side = t.with_name("t.csv.env.json")
+    env = json.loads(side.read_text())
+    env["calibration"]["columns"] = "kernel"
+    side.write_text(json.dumps(env))
+    rc, _, err = cli(capsys, "compare", g, t)
+    assert (
+        rc == 2
+        and err.strip()
+        == f"harness: error: {side}: calibration: not a calibration record (no 'columns' and 'rows' lists)"
+    )
+    assert cli(capsys, "compare", g, t, "--no-calibration")[0] == 0
+    rc, stdout, err = cli(capsys, "compare", g, t, "--calibration", cal)  # a file given: the record is not read
+    assert rc == 0 and "(--calibration)" in stdout, err
