@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import AutoLaunches, CaseTimeout, Filter, Kernel, Reps
+from harness.cli.options import (
+    AutoLaunches,
+    CaseTimeout,
+    Filter,
+    Kernel,
+    Reps,
+    RuleAbsUs,
+    RuleMinGoldenUs,
+    RuleRel,
+    rule_of,
+)
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
 
 
@@ -31,13 +42,15 @@ def calibrate(
     timeout: CaseTimeout = 600.0,
     resume: Annotated[bool, typer.Option("--resume", help="go on with a calibration OUT holds")] = False,
     record: Annotated[bool, typer.Option("--record", help="add calibration.csv to the history ($HARNESS_DB)")] = False,
+    rel: RuleRel = REL,
+    abs_us: RuleAbsUs = ABS_US,
+    min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
 ) -> None:
     """A/A and injected slowdowns per case: the smallest slowdown each case reliably catches and its A/A
     false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
     from harness.calibrate.calibrate import OWN, Plan
     from harness.calibrate.calibrate import calibrate as calibrate_plan
     from harness.calibrate.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
-    from harness.compare.rule import Rule
     from harness.envs.spec import load_env_spec
     from harness.envs.venv import check_venv
     from harness.outdir import prepare_out_dir
@@ -47,6 +60,7 @@ def calibrate(
     from harness.run.orchestrate import selected_cases
 
     check_timeout(timeout)
+    rule = rule_of(rel, abs_us, min_golden_us)
     try:
         slowdowns = [parse_slowdown(s) for s in (slowdown or DEFAULT_SLOWDOWNS)]
     except ValueError as err:
@@ -65,7 +79,7 @@ def calibrate(
         raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
     con = stderr()
     opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume)
-    plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, Rule(), opts)
+    plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, rule, opts)
     table = calibrate_plan(plan, console_driver(con), log=lambda m: con.print(m, markup=False, highlight=False))
     if record:
         from harness.history.record import record as record_files

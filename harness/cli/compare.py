@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli.options import ExistingFile
+from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.compare.compare import Comparison
 
 
 def compare(
@@ -16,9 +20,9 @@ def compare(
     tot: ExistingFile,
     out: Annotated[Path | None, typer.Option("--out", help="write the verdict table as CSV")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="write a PR-comment-ready markdown file")] = None,
-    rel: Annotated[float, typer.Option(help="relative factor of the rule")] = 1.005,
-    abs_us: Annotated[float, typer.Option("--abs-us", help="absolute slack of the rule, µs")] = 0.5,
-    min_golden_us: Annotated[float, typer.Option("--min-golden-us", help="ignore cases faster than this")] = 4.0,
+    rel: RuleRel = REL,
+    abs_us: RuleAbsUs = ABS_US,
+    min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
     unstable: Annotated[
         str,
         typer.Option(
@@ -61,14 +65,16 @@ def compare(
         typer.Option(
             "--calibration",
             help="harness calibrate's calibration.csv: a case that cannot resolve the rule's slack says so, "
-            "and its flags are ambiguous",
+            "and its flags are ambiguous (default: the one a sidecar records, from harness run --calibration)",
         ),
     ] = None,
+    no_calibration: Annotated[
+        bool, typer.Option("--no-calibration", help="ignore the calibration the sidecars record")
+    ] = False,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
     from harness.compare.compare import compare_files
-    from harness.compare.rule import Rule
     from harness.compare.store import meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
     from harness.render.markdown import render_markdown
@@ -77,10 +83,7 @@ def compare(
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
-    try:
-        rule = Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
-    except ValueError as err:
-        raise HarnessError(str(err)) from None
+    rule = rule_of(rel, abs_us, min_golden_us)
     outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
     refuse_overwrite(outputs, [golden, tot, sidecar_path(golden), sidecar_path(tot)])
     if out and markdown:
@@ -92,16 +95,14 @@ def compare(
         from harness.history.record import check_record
 
         check_record([out, markdown])
-    cal = None
-    if calibration is not None:
+    if calibration is not None and no_calibration:
+        raise HarnessError("--calibration and --no-calibration: give one")
+    if calibration is not None:  # a bad file is one line before anything is compared
         from harness.compare.calibration import load_calibration
 
-        cal = load_calibration(calibration)
+        load_calibration(calibration)
     cmp = compare_files(golden, tot, rule, unstable=unstable)
-    if cal is not None:
-        from harness.compare.calibration import calibrate_comparison
-
-        calibrate_comparison(cmp, *cal, str(calibration))
+    _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
     print_comparison(cmp, worst=worst)
@@ -122,3 +123,13 @@ def compare(
         raise HarnessError(f"{gate}: {cmp.same_triton}")
     if (fail_on_regression and cmp.blocking) or (fail_on_ambiguous and cmp.strict_blocking):
         raise typer.Exit(1)
+
+
+def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
+    """Judge ``cmp`` with --calibration FILE, else with the calibration its sidecars record (unless
+    --no-calibration); the output's ``calibration`` line and the metadata say which."""
+    from harness.compare.calibration import calibrate_comparison, pick_calibration
+
+    picked = pick_calibration(cmp, explicit, recorded)
+    if picked is not None:
+        calibrate_comparison(cmp, *picked)

@@ -8,13 +8,33 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-if TYPE_CHECKING:  # the run stage loads only when a command needs it
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # the run and compare stages load only when a command needs them
+    from harness.compare.rule import Rule
     from harness.run.remeasure import Remeasure
 
 # ------------------------------------------------------------------------------------------- arguments
 ExistingFile = Annotated[Path, typer.Argument(help="a results CSV (see docs/results-format.md)")]
 CompareCsv = Annotated[Path, typer.Argument(help="compare.csv written by `harness compare --out`")]
 EnvSpecName = Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
+
+# ------------------------------- the rule: `harness compare` judges by it, `run` and `calibrate` measure against it
+#: one definition for every command that takes the rule; their defaults are AITER's, harness/compare/defaults.py's
+RuleRel = Annotated[float, typer.Option("--rel", help="the rule: regression iff tot > REL x golden + ABS")]
+RuleAbsUs = Annotated[float, typer.Option("--abs-us", help="the rule's slack ABS, µs")]
+RuleMinGoldenUs = Annotated[float, typer.Option("--min-golden-us", help="the rule ignores golden under this, µs")]
+
+
+def rule_of(rel: float, abs_us: float, min_golden_us: float) -> Rule:
+    """The rule of ``--rel``, ``--abs-us`` and ``--min-golden-us``; a value it cannot be is one line (exit 2)."""
+    from harness.compare.rule import Rule
+
+    try:
+        return Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
+    except ValueError as err:
+        raise HarnessError(str(err)) from None
+
 
 # ------------------------------------------------------------------ measuring: bisect, calibrate, retune
 CaseTimeout = Annotated[float, typer.Option(help="seconds a case may take to answer")]
@@ -27,10 +47,10 @@ ConfigArch = Annotated[
     str | None,
     typer.Option(
         "--config-arch",
-        help="resolve configs as on this arch (gfx950 on an H100 or the CPU)",
+        help="resolve configs as on ARCH (e.g. gfx950)",
     ),
 ]
-Out = Annotated[Path, typer.Option("--out", help="results CSV to write (rows appended as cases finish)")]
+Out = Annotated[Path, typer.Option("--out", help="results CSV to write, case by case")]
 Kernel = Annotated[list[str] | None, typer.Option("--kernel", help="only these kernels (repeatable)")]
 Filter = Annotated[str | None, typer.Option("--filter", help="regex over 'kernel/case_id'")]
 Reps = Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")]
@@ -44,7 +64,7 @@ Resume = Annotated[
     bool,
     typer.Option(
         "--resume",
-        help="measure only the cases OUT lacks (refused if a measurement option differs)",
+        help="measure only what OUT lacks (same options)",
     ),
 ]
 FailOnError = Annotated[bool, typer.Option("--fail-on-error", help="exit 1 if any case failed")]
@@ -59,7 +79,7 @@ FreshProcessRounds = Annotated[
     bool,
     typer.Option(
         "--fresh-process-rounds",
-        help="time each rep round in a new worker process, so per-process placement effects average out",
+        help="time each rep round in a new worker process",
     ),
 ]
 LaunchGap = Annotated[
@@ -67,7 +87,7 @@ LaunchGap = Annotated[
     typer.Option(
         "--launch-gap",
         # the reasons behind each choice: docs/reference.md (`harness run`: the longer help of its options)
-        help="GPU idle before each timed launch (CUPTI): 'auto' (twice the kernel's time, <= 10 ms), 0 or ms",
+        help="GPU idle before each timed launch (CUPTI): auto, 0 or ms",
     ),
 ]
 ShufflePlacement = Annotated[
@@ -88,7 +108,7 @@ RemeasureOn = Annotated[
     bool,
     typer.Option(
         "--remeasure/--no-remeasure",
-        help="with --with-env: measure ambiguous cases again until decided or out of budget (docs/verdicts.md)",
+        help="with --with-env: measure ambiguous cases again, within budget",
     ),
 ]
 RemeasureReps = Annotated[
@@ -126,8 +146,12 @@ Artifacts = Annotated[
     bool,
     typer.Option(
         "--artifacts",
-        help="keep the compiled kernels (NAME.artifacts/) for `harness explain`",
+        help="keep compiled kernels for `harness explain`",
     ),
+]
+RunCalibration = Annotated[
+    Path | None,
+    typer.Option("--calibration", help="a calibration.csv to keep in the sidecars"),
 ]
 Record = Annotated[
     bool,
@@ -138,12 +162,17 @@ Record = Annotated[
 ]
 
 
-def remeasure_policy(on: bool, extra_reps: int, share: float) -> Remeasure | None:
-    """The re-measuring policy of an interleaved run: AITER's rule referees (the run stage never sees it)."""
+def remeasure_policy(on: bool, extra_reps: int, share: float, rule: Rule | None = None) -> Remeasure | None:
+    """The re-measuring policy of an interleaved run: ``rule`` (default AITER's) referees, and is recorded in each
+    sidecar's ``remeasure.rule`` (the run stage never reads it), so that compare can tell a run re-measured against
+    another limit than its own."""
     if not on:
         return None
+    from dataclasses import asdict
+
     from harness.compare.referee import rule_referee
     from harness.compare.rule import Rule
     from harness.run.remeasure import Budget, Remeasure
 
-    return Remeasure(rule_referee(Rule()), Budget(extra_reps=extra_reps, share=share))
+    rule = rule or Rule()
+    return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=asdict(rule))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -26,6 +28,10 @@ from harness.cli.options import (
     RemeasureShare,
     Reps,
     Resume,
+    RuleAbsUs,
+    RuleMinGoldenUs,
+    RuleRel,
+    RunCalibration,
     Shard,
     ShufflePlacement,
     Suite,
@@ -35,8 +41,13 @@ from harness.cli.options import (
     WithEnv,
     WithOut,
     remeasure_policy,
+    rule_of,
 )
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.compare.rule import Rule
 
 
 def _launch_gap(value: str | None) -> str | None:
@@ -72,6 +83,10 @@ def run(
     remeasure: RemeasureOn = True,
     remeasure_reps: RemeasureReps = 12,
     remeasure_time: RemeasureShare = 0.3,
+    rel: RuleRel = REL,
+    abs_us: RuleAbsUs = ABS_US,
+    min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,
+    calibration: RunCalibration = None,
     shard: Shard = None,
     gpus: Gpus = None,
     times: Times = None,
@@ -90,6 +105,7 @@ def run(
 
     with_env, with_out = with_env or [], with_out or []
     gap, shard, gpu_list = _checked(timing, timeout, launch_gap, with_env, with_out, times, shard, gpus)
+    rule = _referee_rule(rel, abs_us, min_golden_us, remeasure and bool(with_env))
     if record:
         from harness.history.record import check_record
 
@@ -99,6 +115,7 @@ def run(
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = previous_times(times) if times else None
     cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
+    records, check_worker = _calibration(calibration, cases, str(suite)) if calibration else ({}, None)
     opts = RunOptions(
         reps=reps,
         launches=launches,
@@ -113,7 +130,9 @@ def run(
         move_inputs=move_inputs,
         shard=shard,
         config_arch=config_arch,
-        remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time),
+        remeasure=remeasure_policy(remeasure and bool(with_env), remeasure_reps, remeasure_time, rule),
+        records=records,
+        check_worker=check_worker,
     )
     con = stderr()
     if not cases:  # a shard without cases (more shards than cases): an empty part, for merge to find
@@ -164,6 +183,43 @@ def _checked(
     from harness.run.node import parse_gpus
 
     return gap, shard, parse_gpus(gpus)
+
+
+def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:
+    """The rule re-measuring referees with (compare's options, one definition): one that is not AITER's without
+    re-measuring would change nothing, and is refused rather than silently recorded nowhere."""
+    rule = rule_of(rel, abs_us, min_golden_us)
+    if not remeasuring and (rel, abs_us, min_golden_us) != (REL, ABS_US, MIN_GOLDEN_US):
+        raise HarnessError(
+            "--rel/--abs-us/--min-golden-us: the rule only referees re-measuring, which needs --with-env and "
+            "--remeasure (compare takes the rule it judges by)"
+        )
+    return rule
+
+
+def _calibration(path: Path, cases: list, suite: str) -> tuple[dict, Callable[[dict], None]]:
+    """--calibration: the record every sidecar keeps (compare judges with it: docs/verdicts.md) and the check of
+    the worker's GPU. Refused (one line, before anything runs): a file that is not a calibration, or one that holds
+    none of the selected cases; once the worker reports its GPU, a calibration of another GPU model. Another GPU of
+    the same model is a warning (once), said again by compare."""
+    from harness.compare.calibration import calibration_record, check_cases, check_gpu, load_calibration
+
+    table, meta = load_calibration(path)
+    what = f"--calibration {path}"
+    check_cases(table, [c.name for c in cases], [c.case_id for c in cases], what, f"selected from {suite}")
+    said: set[str] = set()
+
+    def check(info: dict) -> None:
+        warning = check_gpu(meta, info.get("gpu"), what, "this run measures on")
+        if warning and warning not in said:
+            said.add(warning)
+            from rich.markup import escape
+
+            from harness.render.terminal import stderr
+
+            stderr().print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True, highlight=False)
+
+    return {"calibration": calibration_record(table, meta, path)}, check
 
 
 def _print_counts(con, runs: list, all_counts: list[dict[str, int]]) -> None:  # noqa: ANN001 - a rich Console

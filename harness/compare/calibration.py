@@ -59,18 +59,118 @@ def load_calibration(
         raise HarnessError(f"{what}: no such file") from None
     except (OSError, ValueError, pd.errors.ParserError) as err:
         raise HarnessError(f"{what}: not a calibration CSV ({str(err).splitlines()[0]})") from None
+    try:
+        meta = json.loads(calibration_meta_path(p).read_text())
+    except (OSError, ValueError):
+        meta = {}
+    return _checked(df, what), meta if isinstance(meta, dict) else {}
+
+
+def _checked(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    """A calibration table whose columns and cases are checked (one line naming ``what`` otherwise), with
+    ``resolves`` as bools."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise HarnessError(f"{what}: not a calibration file (no column {', '.join(missing)})")
     if df.duplicated(["kernel", "case_id"]).any():
         row = df[df.duplicated(["kernel", "case_id"])].iloc[0]
         raise HarnessError(f"{what}: case {row['kernel']}/{row['case_id']} listed twice")
-    try:
-        meta = json.loads(calibration_meta_path(p).read_text())
-    except (OSError, ValueError):
-        meta = {}
     df["resolves"] = df["resolves"].astype(str).str.lower().isin(["true", "1"])
-    return df, meta if isinstance(meta, dict) else {}
+    return df
+
+
+# -- a calibration kept with the results ------------------------------------------------------------------------
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (what ``sha256sum`` prints): the calibration a record names."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def calibration_record(table: pd.DataFrame, meta: dict[str, Any], path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a results sidecar (``calibration``) and a comparison's ``.meta.json`` keep of a calibration file: where
+    it was, its SHA-256, its metadata and every case's figures (``columns`` and ``rows``, null for NaN): enough to
+    judge with it, and to store it in the history, once the file itself is gone."""
+    cols = [c for c in CALIBRATION_COLUMNS if c in table.columns]
+    split = json.loads(table[cols].to_json(orient="split", index=False, double_precision=15))
+    return {
+        "path": str(Path(path).resolve()),
+        "sha256": file_sha256(path),
+        "meta": json.loads(json.dumps(meta, default=str)),
+        "columns": split["columns"],
+        "rows": split["data"],
+    }
+
+
+def record_table(record: Any, what: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The table and metadata of a :func:`calibration_record` read back from a sidecar or a comparison's metadata
+    (``what`` names where, for the one line a malformed one gets)."""
+    if not isinstance(record, dict):
+        raise HarnessError(f"{what}: not a calibration record (expected an object, got {type(record).__name__})")
+    cols, rows = record.get("columns"), record.get("rows")
+    if not (isinstance(cols, list) and isinstance(rows, list)) or not all(isinstance(r, list) for r in rows):
+        raise HarnessError(f"{what}: not a calibration record (no 'columns' and 'rows' lists)")
+    bad = next((i for i, r in enumerate(rows) if len(r) != len(cols)), None)
+    if bad is not None:
+        raise HarnessError(f"{what}: row {bad + 1} has {len(rows[bad])} values for {len(cols)} columns")
+    df = pd.DataFrame(rows, columns=[str(c) for c in cols])
+    for c in df.columns:  # as the CSV reads: names as text, figures as numbers (a column all null included)
+        if c in ("kernel", "case_id"):
+            df[c] = df[c].astype(str)
+        elif c not in ("resolves", "caught"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    meta = record.get("meta")
+    return _checked(df, what), meta if isinstance(meta, dict) else {}
+
+
+def calibration_gpu(meta: dict[str, Any]) -> tuple[str, str]:
+    """(model, UUID) of the GPU a calibration was made on, '' where its metadata does not say (a CPU run)."""
+    return _gpu(meta.get("gpu"))
+
+
+def _gpu(gpu: Any) -> tuple[str, str]:
+    gpu = gpu if isinstance(gpu, dict) else {}
+    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
+    name = str(gpu.get("name") or before.get("name") or "").strip()
+    uuid = str(gpu.get("uuid") or "").strip().lower().removeprefix("gpu-")
+    return ("" if name.startswith("[") else name), uuid
+
+
+def check_gpu(meta: dict[str, Any], gpu: Any, what: str, where: str) -> str:
+    """A calibration used with results measured on ``gpu`` (a sidecar's or a worker's ``gpu``): another GPU
+    *model* is refused (one line: its figures are that model's noise), another GPU of the same model is a warning
+    (returned; '' when they agree or either does not say). ``what``: the calibration; ``where``: the results,
+    as "TOT ran on"."""
+    (cal_name, cal_uuid), (name, uuid) = calibration_gpu(meta), _gpu(gpu)
+    if cal_name and name and cal_name != name:
+        raise HarnessError(
+            f"{what}: calibrated on {cal_name} but {where} {name}: a calibration holds for the GPU model it was "
+            "made on (harness calibrate on this one)"
+        )
+    if cal_uuid and uuid and cal_uuid != uuid:
+        return (
+            f"{what}: calibrated on another {cal_name or 'GPU'} (GPU-{cal_uuid}) than {where} (GPU-{uuid}): its "
+            "figures are that GPU's"
+        )
+    return ""
+
+
+def check_cases(cal: pd.DataFrame, kernels: Any, case_ids: Any, what: str, where: str) -> int:
+    """How many of the cases (``kernels``, ``case_ids``: parallel sequences) the calibration holds; none is
+    refused (one line: a calibration of another suite, or of other kernels)."""
+    have = pd.MultiIndex.from_arrays([cal["kernel"].astype(str), cal["case_id"].astype(str)])
+    wanted = pd.MultiIndex.from_arrays([pd.Series(kernels, dtype=object).astype(str),
+                                        pd.Series(case_ids, dtype=object).astype(str)])  # fmt: skip
+    n = int(wanted.isin(have).sum())
+    if len(wanted) and not n:
+        eg = "/".join(min(have)) if len(have) else "?"
+        raise HarnessError(
+            f"{what}: calibrates none of the {len(wanted)} cases {where} (it holds {len(have)}, e.g. {eg}): a "
+            "calibration of another suite?"
+        )
+    return n
 
 
 def unresolved_note(noise_pct: float, limit_pct: float, resolution_pct: float) -> str:
@@ -80,18 +180,83 @@ def unresolved_note(noise_pct: float, limit_pct: float, resolution_pct: float) -
     return f"{noise}: this case cannot resolve {float(limit_pct):.1f} %{caught}"
 
 
-def calibrate_comparison(cmp: Any, cal: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
-    """``cmp`` (a Comparison) judged with the calibration: its table (apply_calibration), a warning where the
-    calibration was made on another GPU or with another rule, and the file named in its metadata."""
+def pick_calibration(
+    cmp: Any, explicit: str | os.PathLike[str] | None, recorded: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]] | None:
+    """The calibration ``cmp`` (a Comparison) is judged with, as (table, metadata, record with its ``source``):
+    ``--calibration FILE`` when given (it wins over what the sidecars record), else the one golden's sidecar
+    records (``harness run --calibration``), else TOT's; None when there is none or ``recorded`` is off
+    (``--no-calibration``). Two sidecars that record different calibrations: golden's, and a warning."""
+    if explicit is not None:  # the sidecars' records are not read, only named: a bad one does not stand in its way
+        table, meta = load_calibration(explicit)
+        rec = {**calibration_record(table, meta, explicit), "source": "--calibration"}
+        named = [env.get("calibration") for env in (cmp.golden_env, cmp.tot_env) if isinstance(env, dict)]
+        others = sorted({str(r.get("path")) for r in named if isinstance(r, dict) and r.get("sha256") != rec["sha256"]})
+        if others:
+            rec["instead_of"] = others[0]  # what the sidecars named: said beside the one used
+        return table, meta, rec
+    found = _recorded(cmp) if recorded else []
+    if not found:
+        return None
+    side, table, meta, rec = found[0]
+    rec = {**rec, "source": f"{side}'s sidecar"}
+    if len(found) > 1 and found[1][3].get("sha256") == rec.get("sha256"):
+        rec["source"] = "golden's and TOT's sidecars"
+    elif len(found) > 1:
+        cmp.warnings.append(
+            f"golden's and TOT's sidecars record different calibrations ({rec.get('path')} vs "
+            f"{found[1][3].get('path')}): used golden's; pass --calibration to choose"
+        )
+    return table, meta, rec
+
+
+def _recorded(cmp: Any) -> list[tuple[str, pd.DataFrame, dict[str, Any], dict[str, Any]]]:
+    """(side, table, metadata, record) of each sidecar that records a calibration, golden's first."""
+    from harness.results.schema import sidecar_path
+
+    out = []
+    for side, env, path in (("golden", cmp.golden_env, cmp.golden_path), ("TOT", cmp.tot_env, cmp.tot_path)):
+        if isinstance(env, dict) and env.get("calibration") is not None:
+            where = f"{sidecar_path(path)}: calibration" if path else f"{side}'s sidecar: calibration"
+            table, meta = record_table(env["calibration"], where)
+            out.append((side, table, meta, env["calibration"]))
+    return out
+
+
+def calibrate_comparison(cmp: Any, cal: pd.DataFrame, meta: dict[str, Any], rec: dict[str, Any]) -> None:
+    """``cmp`` (a Comparison) judged with the calibration (pick_calibration's): its table (apply_calibration);
+    refused when it was made on another GPU model than TOT ran on or holds none of the compared cases; a warning
+    for another GPU of the model or another rule; ``cmp.calibration`` the record, with how many compared cases it
+    calibrated and how many of them cannot resolve the rule (the metadata's ``calibration``)."""
+    source = rec.get("source")
+    what = f"--calibration {rec.get('path')}" if source == "--calibration" else f"{rec.get('path')} (from {source})"
+    env = cmp.tot_env if _gpu(cmp.tot_env.get("gpu"))[0] else cmp.golden_env
+    gpu = env.get("gpu") if len(env.get("gpus") or []) <= 1 else {"name": _gpu(env.get("gpu"))[0]}
+    warning = check_gpu(meta, gpu, what, "TOT ran on" if env is cmp.tot_env else "golden ran on")
+    n = check_cases(cal, cmp.table["kernel"], cmp.table["case_id"], what, "compared")
     cmp.table = apply_calibration(cmp.table, cal, cmp.rule)
-    cmp.calibration = path
-    gpu = (meta.get("gpu") or {}).get("uuid") if isinstance(meta.get("gpu"), dict) else None
-    tot_gpu = (cmp.tot_env.get("gpu") or {}).get("uuid") if isinstance(cmp.tot_env.get("gpu"), dict) else None
-    if gpu and tot_gpu and gpu != tot_gpu:
-        cmp.warnings.append(f"{path}: calibrated on another GPU ({gpu}) than TOT ran on ({tot_gpu})")
+    compared = cmp.table[["kernel", "case_id"]].astype(str)
+    coarse = cal.loc[~cal["resolves"], ["kernel", "case_id"]].astype(str).merge(compared, on=["kernel", "case_id"])
+    cmp.calibration = {**rec, "calibrated": n, "cannot_resolve": len(coarse)}
+    if warning:
+        cmp.warnings.append(warning)
     known = meta.get("rule") if isinstance(meta.get("rule"), dict) else None
     if known and (known.get("rel"), known.get("abs_us")) != (cmp.rule.rel, cmp.rule.abs_us):
-        cmp.warnings.append(f"{path}: calibrated against another rule ({known}): its resolution still stands")
+        cmp.warnings.append(f"{what}: calibrated against another rule ({known}): its resolution still stands")
+
+
+def calibration_line(calibration: dict[str, Any], cases: int) -> str:
+    """The line compare shows for the calibration it used (terminal, markdown): which file, found where, and how
+    much of the comparison it calibrated; '' for none."""
+    if not calibration:
+        return ""
+    line = f"{calibration.get('path', '?')} ({calibration.get('source', '?')}"
+    if calibration.get("instead_of"):
+        line += f", not the sidecars' {calibration['instead_of']}"
+    if "calibrated" in calibration:
+        line += f"): {calibration['calibrated']} of {cases} cases calibrated"
+        return line + f", {calibration.get('cannot_resolve', 0)} cannot resolve the rule"
+    return line + ")"
 
 
 def apply_calibration(table: pd.DataFrame, cal: pd.DataFrame, rule: Rule) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from harness.compare.notes import (
     nothing_compared,
     other_gpu,
     overlap_note,
+    remeasured_under,
     same_triton,
 )
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
@@ -65,8 +66,9 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     #: cases whose golden and TOT rows name different GPUs (results merged from several GPUs or machines)
     gpu_rows: str = ""
-    #: the calibration file applied (harness compare --calibration), '' when none
-    calibration: str = ""
+    #: the calibration applied (calibration.pick_calibration's record: --calibration FILE or a sidecar's, with its
+    #: ``source`` and how many compared cases it calibrated); {} when none
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
@@ -425,6 +427,7 @@ def compare_files(
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
+    warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w]
     return Comparison(
         table=table,
         rule=rule,

@@ -150,6 +150,37 @@ def same_triton(golden_env: dict, tot_env: dict) -> str:
     return ""
 
 
+def remeasured_under(golden_env: dict, tot_env: dict, rule: Rule) -> str:
+    """A warning when a run re-measured its undecided cases against another rule than ``rule`` (its sidecar's
+    ``remeasure.rule``, docs/verdicts.md): the cases near this comparison's limit were not the ones it measured
+    again, so more of them may be ambiguous here. ``''`` when they agree or a sidecar does not record it."""
+    mine = (rule.rel, rule.abs_us, rule.min_golden_us)
+    other: dict[str, str] = {}
+    for side, env in (("golden", golden_env), ("TOT", tot_env)):
+        rec = env.get("remeasure") if isinstance(env.get("remeasure"), dict) else {}
+        got = rec.get("rule") if isinstance(rec.get("rule"), dict) else None
+        if got is None:
+            continue
+        try:
+            theirs = tuple(float(got[k]) for k in ("rel", "abs_us", "min_golden_us"))
+        except (KeyError, TypeError, ValueError):
+            other[side] = f"an unreadable rule ({got})"
+            continue
+        if theirs != mine:
+            other[side] = _limit(*theirs)
+    if not other:
+        return ""
+    sides = " and ".join(other)
+    return (
+        f"{sides} re-measured undecided cases against another rule ({'; '.join(sorted(set(other.values())))}) than "
+        f"this comparison's ({_limit(*mine)}): give harness run the same --rel/--abs-us/--min-golden-us"
+    )
+
+
+def _limit(rel: float, abs_us: float, min_golden_us: float) -> str:
+    return f"tot > {rel:g} x golden + {abs_us:g} us, golden >= {min_golden_us:g} us"
+
+
 #: verdicts whose case was timed under both stacks and judged by the rule
 COMPARED_VERDICTS = ("regression", "improvement", "ok")
 

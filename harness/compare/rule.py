@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
+
 VERDICTS = (
     "regression",
     "failed_in_tot",
@@ -38,9 +40,9 @@ ATTENTION = ("regression", "failed_in_tot", "missing_in_tot", "skipped_in_tot")
 
 @dataclass(frozen=True)
 class Rule:
-    rel: float = 1.005
-    abs_us: float = 0.5
-    min_golden_us: float = 4.0
+    rel: float = REL
+    abs_us: float = ABS_US
+    min_golden_us: float = MIN_GOLDEN_US
 
     def __post_init__(self) -> None:
         for name, v in asdict(self).items():

@@ -103,6 +103,9 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     meta_p = meta_path(p)
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
     rule = Rule(**meta.get("rule", {}))
+    calibration = meta.get("calibration") or {}
+    if isinstance(calibration, str):  # written before the record: the path --calibration named
+        calibration = {"path": calibration, "source": "--calibration"}
     table["verdict"] = _skips_of_old_files(table, rule)
     table["note"] = table["note"].astype(object).fillna("") if "note" in table.columns else ""
     return Comparison(
@@ -112,4 +115,5 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
         tot_env=meta.get("tot", {}).get("env", {}),
         golden_path=meta.get("golden", {}).get("path", ""),
         tot_path=meta.get("tot", {}).get("path", ""),
+        calibration=calibration if isinstance(calibration, dict) else {},
     )

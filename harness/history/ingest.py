@@ -130,6 +130,7 @@ def run_record(
         "sidecar": json.dumps(env, sort_keys=True, default=str),
         "label": label,
         "tags": tags,
+        "calibration_id": None,  # set by the store: the calibration the sidecar records, stored with the run
     }
 
 
@@ -239,6 +240,8 @@ def comparison_record(
         "golden": {"path": cmp.golden_path, "env": _without_kernels(genv)},
         "tot": {"path": cmp.tot_path, "env": _without_kernels(tenv)},
     }
+    if cmp.calibration:  # which calibration judged it (its figures are stored with the calibration)
+        meta["calibration"] = {k: v for k, v in cmp.calibration.items() if k not in ("columns", "rows")}
     return {
         "content_hash": digest,
         "path": str(path),
@@ -270,6 +273,7 @@ def comparison_record(
         "meta": json.dumps(meta, sort_keys=True, default=str),
         "label": label,
         "tags": tags,
+        "calibration_id": None,  # set by the store: the calibration it was judged with
     }
 
 
@@ -282,8 +286,12 @@ def _ambiguous_regressions(cmp: Any) -> int | None:
 
 
 def _without_kernels(env: dict[str, Any]) -> dict[str, Any]:
-    """A sidecar without its kernels' summaries (kept with the runs; a comparison needs the stacks only)."""
-    return {k: v for k, v in env.items() if k != "kernels"}
+    """A sidecar without its kernels' summaries and its calibration's figures (kept with the runs and the
+    calibrations; a comparison needs the stacks only)."""
+    out = {k: v for k, v in env.items() if k != "kernels"}
+    if isinstance(out.get("calibration"), dict):
+        out["calibration"] = {k: v for k, v in out["calibration"].items() if k not in ("columns", "rows")}
+    return out
 
 
 def calibration_record(
@@ -296,8 +304,10 @@ def calibration_record(
     label: str = "",
     tags: str = "",
     now: datetime | None = None,
+    sha256: str | None = None,
 ) -> dict[str, Any]:
-    """The ``calibrations`` row of a loaded calibration file (harness.compare.calibration.load_calibration)."""
+    """The ``calibrations`` row of a loaded calibration file (harness.compare.calibration.load_calibration), or of
+    the record a sidecar or a comparison keeps of one (record_table); ``sha256``: of calibration.csv's bytes."""
     gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
     repeats = number(meta.get("repeats"))
     return {
@@ -319,7 +329,14 @@ def calibration_record(
         "meta": json.dumps(meta, sort_keys=True, default=str),
         "label": label,
         "tags": tags,
+        "sha256": sha256,
     }
+
+
+def recorded_calibration_key(sha256: str, captured_at: Any) -> str:
+    """The ``content_hash`` of a calibration stored from a record (its file's bytes not at hand): of the file's
+    SHA-256 and when it was calibrated. Adding the file itself later finds it by ``sha256``."""
+    return content_hash(b"calibration record " + sha256.encode(), captured_at)
 
 
 CALIBRATION_COLUMNS = {

@@ -41,7 +41,9 @@ def kind_of(path: Path) -> str:
 def check_files(files: Sequence[Path]) -> list[Checked]:
     """Read and check every file; one line (exit 2) for the first bad one."""
     from harness.compare.store import load_compare
+    from harness.history.store import recorded_calibration
     from harness.results.load import load_results
+    from harness.results.schema import sidecar_path
 
     if not files:
         raise HarnessError("history add: give at least one results or compare CSV")
@@ -63,10 +65,12 @@ def check_files(files: Sequence[Path]) -> list[Checked]:
                     f"{p}: its metadata {meta_path(p).name} is not beside it: a comparison is stored with it (the two "
                     "stacks, the rule); add the pair `harness compare --out` wrote"
                 )
-            load_compare(p)
+            recorded_calibration(load_compare(p).calibration, f"{meta_path(p)}: calibration")
             out.append(Checked(p, "compare"))
         else:
-            out.append(Checked(p, "results", load_results(p)))
+            frame = load_results(p)
+            recorded_calibration((frame.attrs.get("env") or {}).get("calibration"), f"{sidecar_path(p)}: calibration")
+            out.append(Checked(p, "results", frame))
     return out
 
 

@@ -126,6 +126,7 @@ def _print_runs(con: Console, runs: pd.DataFrame) -> None:
         tags=runs["tags"].str.replace(",", ", "),
         gpu=runs["gpu_name"].map(gpu_model),
         stack=runs["env_name"] + "@" + runs["triton_version"].map(text_or),
+        cal=_calibration_refs(runs),
     )
     print_table(
         con,
@@ -136,11 +137,23 @@ def _print_runs(con: Console, runs: pd.DataFrame) -> None:
             Col("stack"),
             Col("gpu"),
             Col("rows", justify="right"),
+            *_calibration_col(runs),
             Col("file_name", "file", fold=True),
             Col("tags", fold=True),
         ],
-        f"{len(runs)} runs",
+        f"{len(runs)} runs" + (" (cal: the calibration kept with it)" if _calibration_col(runs) else ""),
     )
+
+
+def _calibration_refs(df: pd.DataFrame) -> list[str]:
+    """``#3``: the calibration a run or comparison was kept or judged with; '' for none."""
+    ids = df["calibration_id"] if "calibration_id" in df.columns else pd.Series([None] * len(df), dtype=object)
+    return ["" if v is None or pd.isna(v) else f"#{int(v)}" for v in ids]
+
+
+def _calibration_col(df: pd.DataFrame) -> list[Col]:
+    """The ``cal`` column, only where some row has a calibration (the listing stays 80 columns wide without)."""
+    return [Col("cal", justify="right")] if "cal" in df.columns and (df["cal"] != "").any() else []
 
 
 def _print_comparisons(con: Console, comps: pd.DataFrame) -> None:
@@ -150,6 +163,7 @@ def _print_comparisons(con: Console, comps: pd.DataFrame) -> None:
         stacks=comps["golden_triton"].map(text_or) + " vs " + comps["tot_triton"].map(text_or),
         runs=comps["golden_run_id"].map(run_ref) + " vs " + comps["tot_run_id"].map(run_ref),
         reg=[_regressions(r, a) for r, a in zip(comps["regressions"], comps["ambiguous"])],
+        cal=_calibration_refs(comps),
     )
     print_table(
         con,
@@ -162,9 +176,11 @@ def _print_comparisons(con: Console, comps: pd.DataFrame) -> None:
             Col("gpu"),
             Col("reg", justify="right"),
             Col("cases", justify="right"),
+            *_calibration_col(comps),
             Col("tags", fold=True),
         ],
-        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous)",
+        f"{len(comps)} comparisons (reg: regressions, (N?): N of them ambiguous"
+        + ("; cal: the calibration that judged it)" if _calibration_col(comps) else ")"),
     )
 
 

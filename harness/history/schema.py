@@ -8,8 +8,9 @@ checks that upgrading an empty database to the head gives exactly these.
 * ``comparisons``: one compare CSV (the rule, both stacks, the verdict counts), linked to the two runs it
   compared when they are stored; ``verdicts``: its rows;
 * ``annotations``: known steps a user marks ("config retune", "driver update"), and retune / bisect outcomes;
-* ``calibrations``: one ``harness calibrate`` file (the stack, the GPU, the slowdowns tried);
-  ``calibration_cases``: per case what it resolves and how often its A/A flagged.
+* ``calibrations``: one ``harness calibrate`` file (the stack, the GPU, the slowdowns tried, its SHA-256);
+  ``calibration_cases``: per case what it resolves and how often its A/A flagged. A run (``runs.calibration_id``)
+  and a comparison (``comparisons.calibration_id``) name the calibration kept with them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sqlalchemy import (
 )
 
 #: the newest migration; ``migrations/versions/`` holds every step to it
-HEAD = "0004"
+HEAD = "0005"
 
 metadata = MetaData()
 
@@ -73,6 +74,8 @@ runs = Table(
     Column("sidecar", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=""),
     Column("tags", Text, nullable=False, server_default=""),
+    #: the calibration its sidecar records (harness run --calibration), stored with it; NULL: none
+    Column("calibration_id", Integer, ForeignKey("calibrations.id")),
 )
 Index("ix_runs_run_at", runs.c.run_at)
 
@@ -178,6 +181,8 @@ comparisons = Table(
     Column("meta", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=""),
     Column("tags", Text, nullable=False, server_default=""),
+    #: the calibration it was judged with (--calibration or a sidecar's), stored with it; NULL: none
+    Column("calibration_id", Integer, ForeignKey("calibrations.id")),
 )
 Index("ix_comparisons_compared_at", comparisons.c.compared_at)
 
@@ -277,8 +282,11 @@ calibrations = Table(
     Column("meta", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=""),
     Column("tags", Text, nullable=False, server_default=""),
+    #: SHA-256 of calibration.csv's bytes, what a sidecar's record names (NULL: stored before it was kept)
+    Column("sha256", String(64)),
 )
 Index("ix_calibrations_calibrated_at", calibrations.c.calibrated_at)
+Index("ix_calibrations_sha256", calibrations.c.sha256)
 
 CALIBRATION_FLOAT = ("golden_us", "aa_fp_rate", "noise_pct", "resolution_pct", "resolution_us", "limit_pct")
 CALIBRATION_INT = ("repeats", "aa_flags", "aa_confident_flags")

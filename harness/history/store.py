@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import json
 import os
 import socket
@@ -201,20 +202,26 @@ class History:
     ) -> Added:
         """Store one results file (checked by the one loader, ``harness.results.load.load_results``)."""
         from harness.results.load import load_results
+        from harness.results.schema import sidecar_path
 
         path = Path(path)
         df = frame if frame is not None else load_results(path)
-        digest = ingest.content_hash(path.read_bytes(), (df.attrs.get("env") or {}).get("captured_at"))
+        env = df.attrs.get("env") or {}
+        digest = ingest.content_hash(path.read_bytes(), env.get("captured_at"))
         record = ingest.run_record(df, path, digest, added_by=who(), label=label, tags=tags, commit=commit)
+        cal = recorded_calibration(env.get("calibration"), f"{sidecar_path(path)}: calibration")
         summary = _run_summary(record)
         found = self._stored(runs, digest, tags, label)
         if found:
-            return Added("run", found[0], False, path, summary, *found[1:])
+            return Added("run", found[0], False, path, summary + self._link_late(runs, found[0], cal), *found[1:])
         try:
             with self.writing() as conn:
                 found = _existing(conn, runs, digest)
                 if found is not None:
                     return Added("run", found, False, path, summary)
+                if cal is not None:
+                    record["calibration_id"] = keep_calibration(conn, *cal)
+                    summary += f", calibration {record['calibration_id']}"
                 run_id = conn.execute(runs.insert().values(record)).inserted_primary_key[0]
                 insert_rows(conn, results, ingest.result_rows(df, run_id))
         except HarnessError:
@@ -227,7 +234,7 @@ class History:
     def add_compare(self, path: Path, *, tags: str = "", label: str = "", commit: str | None = None) -> list[Added]:
         """Store one compare CSV (read by ``harness.compare.store.load_compare``), after the two results files it
         names where they are found (beside it or at their recorded paths), so it is linked to both runs."""
-        from harness.compare.store import load_compare, locate_results
+        from harness.compare.store import load_compare, locate_results, meta_path
 
         path = Path(path)
         cmp = load_compare(path)
@@ -245,15 +252,20 @@ class History:
         )
         record = ingest.comparison_record(cmp, path, digest, added_by=who(), label=label, tags=tags)
         record.update(golden_run_id=links["golden"], tot_run_id=links["tot"])
+        cal = recorded_calibration(cmp.calibration, f"{meta_path(path)}: calibration")
         summary = _comparison_summary(record)
         found = self._stored(comparisons, digest, tags, label)
         if found:
-            return [*added, Added("comparison", found[0], False, path, summary, *found[1:])]
+            late = self._link_late(comparisons, found[0], cal)
+            return [*added, Added("comparison", found[0], False, path, summary + late, *found[1:])]
         try:
             with self.writing() as conn:
                 existing = _existing(conn, comparisons, digest)
                 if existing is not None:
                     return [*added, Added("comparison", existing, False, path, summary)]
+                if cal is not None:
+                    record["calibration_id"] = keep_calibration(conn, *cal)
+                    summary += f", calibration {record['calibration_id']}"
                 cid = conn.execute(comparisons.insert().values(record)).inserted_primary_key[0]
                 insert_rows(conn, verdicts, ingest.verdict_rows(cmp.table, cid))
         except HarnessError:
@@ -265,15 +277,25 @@ class History:
 
     def add_calibration(self, path: Path, *, tags: str = "", label: str = "") -> Added:
         """Store one calibration file (harness calibrate's calibration.csv, with its .meta.json)."""
+        from sqlalchemy import select
+
         from harness.compare.calibration import load_calibration
 
         path = Path(path)
         table, meta = load_calibration(path, option="")
-        digest = ingest.content_hash(path.read_bytes(), meta.get("captured_at"))
-        record = ingest.calibration_record(table, meta, path, digest, added_by=who(), label=label, tags=tags)
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        digest = ingest.content_hash(data, meta.get("captured_at"))
+        record = ingest.calibration_record(
+            table, meta, path, digest, added_by=who(), label=label, tags=tags, sha256=sha
+        )
         summary = f"{record['cases']} cases, {record['unresolved']} cannot resolve the rule, {record['env_name']}"
-        found = self._stored(calibrations, digest, tags, label)
+        with self.reading() as conn:  # stored from its file, or from a run's or a comparison's record of it
+            key = _existing(conn, calibrations, digest) and digest
+            key = key or conn.execute(select(calibrations.c.content_hash).where(calibrations.c.sha256 == sha)).scalar()
+        found = self._stored(calibrations, key or digest, tags, label)
         if found:
+            self._fill_sha256(found[0], sha)
             return Added("calibration", found[0], False, path, summary, *found[1:])
         with self.writing() as conn:
             existing = _existing(conn, calibrations, digest)
@@ -282,6 +304,33 @@ class History:
             cid = conn.execute(calibrations.insert().values(record)).inserted_primary_key[0]
             insert_rows(conn, calibration_cases, ingest.calibration_rows(table, cid))
         return Added("calibration", cid, True, path, summary)
+
+    def _fill_sha256(self, cid: int, sha: str) -> None:
+        """A calibration stored before its SHA-256 was kept (schema 0004) gets it when its file is added again, so
+        the runs and comparisons that record it find it."""
+        from sqlalchemy import select
+
+        with self.reading() as conn:
+            have = conn.execute(select(calibrations.c.sha256).where(calibrations.c.id == cid)).scalar()
+        if have is None:
+            with self.writing() as conn:
+                conn.execute(calibrations.update().where(calibrations.c.id == cid).values(sha256=sha))
+
+    def _link_late(self, table: Any, ident: int, cal: tuple | None) -> str:
+        """A run or comparison stored without its calibration (before schema 0005) linked to it when added again;
+        returns what the summary says of it ('' when nothing changed)."""
+        if cal is None:
+            return ""
+        from sqlalchemy import select
+
+        with self.reading() as conn:
+            have = conn.execute(select(table.c.calibration_id).where(table.c.id == ident)).scalar()
+        if have is not None:
+            return f", calibration {have}"
+        with self.writing() as conn:
+            cid = keep_calibration(conn, *cal)
+            conn.execute(table.update().where(table.c.id == ident).values(calibration_id=cid))
+        return f", calibration {cid} linked"
 
     def annotate(
         self,
@@ -340,6 +389,14 @@ class History:
                 notes = conn.execute(select(annotations.c.id).where(annotations.c.run_id == ident)).scalars().all()
                 if notes:
                     raise HarnessError(f"run {ident}: annotation {', '.join(map(str, notes))} refers to it")
+            if kind == "calibration":
+                users = [f"{what} {i}" for what, t in (("run", runs), ("comparison", comparisons))
+                         for i in conn.execute(select(t.c.id).where(t.c.calibration_id == ident)).scalars().all()]  # fmt: skip
+                if users:
+                    raise HarnessError(
+                        f"calibration {ident}: {', '.join(users)} {'refers' if len(users) == 1 else 'refer'} to it "
+                        "(it was kept with them): remove them first"
+                    )
             n = conn.execute(select(func.count()).select_from(rows).where(fk == ident)).scalar_one()
             conn.execute(delete(rows).where(fk == ident))
             conn.execute(delete(table).where(table.c.id == ident))
@@ -383,6 +440,53 @@ class History:
                 select(runs.c.id).where(runs.c.run_at == when, runs.c.env_name == str(env["env_name"]))
             ).all()
         return int(found[0].id) if len(found) == 1 else None
+
+
+def recorded_calibration(rec: Any, what: str) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
+    """(table, metadata, record) of the calibration a sidecar or a comparison's metadata records (with its figures),
+    checked before anything is stored (one line naming ``what``); None for none (or a comparison that names only
+    a file: written before the record)."""
+    if rec is None or (isinstance(rec, dict) and rec.get("rows") is None and not rec.get("columns")):
+        return None
+    from harness.compare.calibration import record_table
+
+    table, meta = record_table(rec, what)
+    return table, meta, rec
+
+
+def keep_calibration(conn: Any, table: Any, meta: dict[str, Any], rec: dict[str, Any]) -> int:
+    """The id of the stored calibration a record names (by the SHA-256 of its file; else by its file, where that is
+    still at its recorded path and unchanged: one stored before the SHA-256 was kept), storing it from the record
+    when it is not stored yet. In the caller's transaction."""
+    from sqlalchemy import select
+
+    from harness.compare.calibration import file_sha256
+
+    sha = str(rec.get("sha256") or "") or None
+    if sha:
+        found = conn.execute(select(calibrations.c.id).where(calibrations.c.sha256 == sha)).scalar()
+        if found is not None:
+            return int(found)
+        p = Path(str(rec.get("path") or ""))
+        try:
+            same = p.is_file() and file_sha256(p) == sha
+        except OSError:
+            same = False
+        if same:
+            found = _existing(conn, calibrations, ingest.content_hash(p.read_bytes(), meta.get("captured_at")))
+            if found is not None:
+                conn.execute(calibrations.update().where(calibrations.c.id == found).values(sha256=sha))
+                return found
+    text = json.dumps([rec.get("columns"), rec.get("rows")], default=str)
+    key = ingest.recorded_calibration_key(sha or hashlib.sha256(text.encode()).hexdigest(), meta.get("captured_at"))
+    found = _existing(conn, calibrations, key)
+    if found is not None:
+        return found
+    path = Path(str(rec.get("path") or "calibration.csv"))
+    row = ingest.calibration_record(table, meta, path, key, added_by=who(), sha256=sha)
+    cid = int(conn.execute(calibrations.insert().values(row)).inserted_primary_key[0])
+    insert_rows(conn, calibration_cases, ingest.calibration_rows(table, cid))
+    return cid
 
 
 def insert_rows(conn: Any, table: Any, rows: ingest.Rows) -> None:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import ATTENTION, BLOCKING
 from harness.render.envinfo import side_by_side
@@ -132,6 +133,8 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
         headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
     parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]
+    if cmp.calibration:
+        parts.append(f"Calibration: {calibration_line(cmp.calibration, len(cmp.table))}.\n\n")
     parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in (cmp.same_triton, cmp.other_gpu) if w]
     if explain_url:
         parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")

@@ -19,6 +19,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import BLOCKING, VERDICTS
 from harness.render.envinfo import one_line
@@ -125,6 +126,8 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
     con.print(f"[bold]golden[/]  {escape(one_line(cmp.golden_env))}")
     con.print(f"[bold]TOT[/]     {escape(one_line(cmp.tot_env))}")
     con.print(f"[bold]rule[/]    {escape(cmp.rule.describe())}")
+    if cmp.calibration:
+        con.print(f"[bold]calibration[/] {escape(calibration_line(cmp.calibration, len(t)))}")
     if any(k != n for n, k in keys.items()):
         con.print("[bold]kernels[/]")
         for name, key in keys.items():

@@ -188,7 +188,9 @@ class Retune:
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
         cache = Cache(self.opts.out / "cache.jsonl")
         if run.remeasure is not None:  # the guard's own pairs decide whether a case needs more reps
-            run = replace(run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule)))
+            run = replace(
+                run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule), rule=asdict(self.rule))
+            )
         self.measurer = Measurer(self.opts.out, stacks, cache, run, self.driver, self._cost_so_far())
         self.measurer.progress = self._save_cost
         self._learn_cached({s.ident for s in stacks.values()})

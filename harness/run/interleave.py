@@ -128,6 +128,7 @@ class _Referee:
             "stopped": stop,
             "seconds": round(now - self.first, 1),
             "budget": {"extra_reps": b.extra_reps, "step": b.step, "share": b.share},
+            **({"rule": dict(self.policy.rule)} if self.policy.rule else {}),
         }
         for out in self.outs:
             update_sidecar(out, remeasure=summary)

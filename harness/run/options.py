@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,12 @@ class RunOptions:
     #: interleaved runs: measure the cases a referee calls undecided again, within a budget (remeasure.py); the
     #: caller injects the referee, so the run stage never learns the rule. None: the stability rule's reps only
     remeasure: Remeasure | None = None
+    #: entries the caller adds to every sidecar as given (``harness run --calibration``: the calibration the results
+    #: are to be judged with); the run stage writes them, never reads them
+    records: dict[str, Any] = field(default_factory=dict)
+    #: called with what the worker reports (its stack, its GPU) before anything is measured; raises HarnessError to
+    #: refuse the run (a calibration made on another GPU model). None: no check
+    check_worker: Callable[[dict[str, Any]], None] | None = None
 
 
 def check_timeout(timeout: float) -> None:

@@ -40,10 +40,14 @@ class Budget:
 
 @dataclass(frozen=True)
 class Remeasure:
-    """What a run re-measures with: the referee and the budget (a field of RunOptions; None: no re-measuring)."""
+    """What a run re-measures with: the referee and the budget (a field of RunOptions; None: no re-measuring).
+    ``rule``: what the referee judges by, as its maker describes it (``{"rel": …, "abs_us": …}``): written to each
+    sidecar's ``remeasure.rule`` as given, never read here, so that a later comparison under another rule can say
+    the run measured against another limit."""
 
     referee: Referee
     budget: Budget = Budget()
+    rule: dict[str, Any] | None = None
 
 
 def next_targets(

@@ -130,6 +130,8 @@ class SuiteRun:
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)
         try:
             check_resume(self.out, self.opts, options)  # again with what the worker reports: the stack, the GPU
+            if self.opts.check_worker is not None:
+                self.opts.check_worker(self.info)
         except HarnessError:
             self.worker.kill()
             raise
@@ -140,6 +142,8 @@ class SuiteRun:
                 self.spec, self.info, self.opts, self.timing, self.launches, options, self.cases, self.out, self.suite
             )
             write_sidecar(self.out, meta)
+        if self.opts.records:
+            update_sidecar(self.out, **self.opts.records)
         self.appender = ResultsAppender(self.out)
         self.total = len(self.todo) * (1 + self.opts.reps)
 

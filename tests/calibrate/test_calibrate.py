@@ -79,7 +79,8 @@ def test_compare_uses_the_calibration(calibrated):
     else:  # the interpreter's noise cannot resolve the rule's 0.5 %: it says so, and the flag is not sure
         assert row.confidence == "ambiguous" and f"noise {cal.noise_pct:.1f} %: this case cannot resolve" in row.note
     meta = json.loads((tmp / "compare.csv.meta.json").read_text())
-    assert meta["calibration"] == str(out / "calibration.csv")
+    assert meta["calibration"]["path"] == str((out / "calibration.csv").resolve())
+    assert (meta["calibration"]["source"], meta["calibration"]["calibrated"]) == ("--calibration", 1)
 
 
 @pytest.mark.slow

@@ -216,7 +216,7 @@ def test_foreign_and_newer_databases_are_refused(tmp_path):
     History.open(newer, write=True).close()
     with create_engine(f"sqlite:///{newer}").begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
-    with pytest.raises(HarnessError, match="revision 0099 is newer than this harness knows .0004.: upgrade harness"):
+    with pytest.raises(HarnessError, match="revision 0099 is newer than this harness knows .0005.: upgrade harness"):
         History.open(newer, write=False)
 
 

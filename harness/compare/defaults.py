@@ -1,0 +1,9 @@
+"""AITER's rule's parameters (ROCm/aiter#3283): :class:`harness.compare.rule.Rule`'s defaults, in a module without
+numpy, so that the command line (harness/cli/options.py) shows them as the defaults of ``--rel``, ``--abs-us`` and
+``--min-golden-us`` without loading the compare stage."""
+
+#: regression iff tot > REL × golden + ABS_US
+REL = 1.005
+ABS_US = 0.5
+#: cases whose golden time is under this are ignored
+MIN_GOLDEN_US = 4.0
