@@ -131,19 +131,31 @@ def run_on_gpus(
 def _precompile_node(runs: Runs, opts: RunOptions, cases: list[Case], gpus: list[int]) -> list[dict[str, Any]]:
     """Every env's single-GPU cases compiled once for the whole node before the parts start, ``--compile-jobs``
     workers per GPU (at most one per core): compiled per part instead, the kernels two parts share would be
-    compiled twice, and a part whose compiling ends first would wait on the other's. [] when not compiling."""
+    compiled twice, and a part whose compiling ends first would wait on the other's. The envs compile at once
+    (their workers' start-up, seconds each, overlaps), except envs of one compile cache: one after the other, the
+    later finding the earlier's kernels. [] when not compiling."""
     timings = {opts.timing or spec.timing for spec, _ in runs}
     if opts.compile_jobs <= 1 or "wallclock" in timings or len(cases) < 2:
         return []
     jobs = min(opts.compile_jobs * len(gpus), os.cpu_count() or 1)
     requests = [worker_case(c) for c in cases]
-    figures = []
-    for spec, out in runs:
+    where = [visible([g]) for g in gpus]
+
+    def one(k: int) -> dict[str, Any]:
+        spec, out = runs[k]
         logs = opts.log_dir or out.parent / (out.name + ".logs")
-        where = [visible([g]) for g in gpus]
-        timing = opts.timing or spec.timing
-        figures.append({"env": spec.name, **precompile(spec, timing, requests, logs, jobs, opts.timeout_s, gpus=where)})
-    return figures
+        figures = precompile(spec, opts.timing or spec.timing, requests, logs, jobs, opts.timeout_s, gpus=where)
+        return {"env": spec.name, **figures}
+
+    def chain(ks: list[int]) -> list[tuple[int, dict[str, Any]]]:
+        return [(k, one(k)) for k in ks]
+
+    by_cache: dict[str, list[int]] = {}
+    for k, (spec, _) in enumerate(runs):
+        by_cache.setdefault(str(spec.triton_cache()), []).append(k)
+    with ThreadPoolExecutor(max_workers=len(by_cache)) as pool:
+        done = dict(pair for got in pool.map(chain, by_cache.values()) for pair in got)
+    return [done[k] for k in range(len(runs))]
 
 
 def _run_part(

@@ -73,6 +73,35 @@ def test_the_node_compiles_once_before_its_parts_and_the_parts_then_do_not(tmp_p
     assert calls == [] and parts == [1, 1]  # --compile-jobs 1: the parts compile as they go, as before
 
 
+def test_envs_of_two_compile_caches_compile_at_once_one_cache_in_turn(tmp_path, monkeypatch):
+    import threading
+    from dataclasses import replace
+
+    from harness.envs.spec import load_env_spec
+    from harness.run import node
+    from harness.run.options import RunOptions
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    golden = replace(load_env_spec(str(DATA / "cpu-env.yaml")), timing="cupti", name="golden")
+    tot = replace(golden, name="tot")
+    assert golden.triton_cache() != tot.triton_cache()
+    meet = threading.Barrier(2, timeout=10)  # broken unless golden and TOT compile at the same time
+    order = []
+
+    def fake_precompile(spec_, *a, **k):
+        if spec_.name == "tot" or len(order) == 0:
+            meet.wait()
+        order.append(spec_.name)
+        return {"cases": 3}
+
+    monkeypatch.setattr(node, "precompile", fake_precompile)
+    cases = load_suite(ROOT / "examples" / "softmax.yaml")
+    runs = [(golden, tmp_path / "g.csv"), (tot, tmp_path / "t.csv"), (golden, tmp_path / "a.csv")]
+    figures = node._precompile_node(runs, RunOptions(compile_jobs=4), cases, [0])
+    assert [f["env"] for f in figures] == ["golden", "tot", "golden"]  # in the runs' order, whoever ended first
+    assert sorted(order[:2]) == ["golden", "tot"] and order[2] == "golden"  # the A/A's golden after the first
+
+
 @pytest.mark.slow
 def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
