@@ -23,29 +23,30 @@ from kernels import batched_gemm_afp4wfp4 as afp4wfp4
 from kernels import batched_gemm_bf16 as bf16
 
 OPS = "aiter.ops.triton.gemm.batched"
-#: what AITER's config files hold besides the launch options: tiles, split-K, and keys its kernels take as
-#: constexpr arguments (``waves_per_eu`` among them, so harness keeps it on every backend for these kernels)
-KEYS = (
-    "BLOCK_SIZE_M",
-    "BLOCK_SIZE_N",
-    "BLOCK_SIZE_K",
-    "GROUP_SIZE_M",
-    "NUM_KSPLIT",
-    "SPLITK_BLOCK_SIZE",
-    "cache_modifier",
-    "waves_per_eu",
-)
+#: what AITER's config files hold besides the launch options, per op: exactly the keys its kernel takes as
+#: arguments. AITER's wrappers pass the whole config to the launch (``**config``): a key that is no argument of
+#: the kernel is a launch option there, which NVIDIA's launcher refuses ("Keyword argument waves_per_eu was
+#: specified but unrecognised"). So only bf16, whose kernel takes ``waves_per_eu`` as a constexpr, declares it:
+#: for the others harness drops it on NVIDIA and the CPU, as every AMD-only launch option.
+TILES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
+SPLITK = ("NUM_KSPLIT", "SPLITK_BLOCK_SIZE", "cache_modifier")
+KEYS = {
+    "bf16": (*TILES, *SPLITK, "waves_per_eu"),
+    "a8w8": TILES,
+    "fp4": (*TILES, *SPLITK),
+    "prequant": (*TILES, "cache_modifier"),
+}
 #: afp4wfp4's caller passes its own bounds: 320 added, 1 left out (AITER's _get_config)
 AFP4WFP4_BOUNDS = (4, 8, 16, 32, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192)
 
 
-def _aiter(spec: Any, name: str, family: str, hooks: tuple[str, ...] = (), **lookup: Any) -> Any:
+def _aiter(spec: Any, name: str, family: str, keys: str, hooks: tuple[str, ...] = (), **lookup: Any) -> Any:
     return replace(
         spec,
         name=f"aiter_{name}",
         description=f"AITER's {name} from a checkout (examples/aiter)",
         config=ConfigLookup(family, layout="aiter", **lookup),
-        config_keys=KEYS,
+        config_keys=KEYS[keys],
         hooks=("finalize_config", *hooks),
     )
 
@@ -92,7 +93,7 @@ def _fp4_supported(params: dict[str, Any]) -> str | None:
 
 
 class Bf16:
-    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", batch="B")
+    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", "bf16", batch="B")
     make_inputs = staticmethod(bf16.make_inputs)
     reference = staticmethod(bf16.reference)
 
@@ -109,7 +110,7 @@ class Bf16:
 
 
 class A8W8:
-    SPEC = _aiter(a8w8.SPEC, "batched_gemm_a8w8", "BATCHED_GEMM-A8W8")
+    SPEC = _aiter(a8w8.SPEC, "batched_gemm_a8w8", "BATCHED_GEMM-A8W8", "a8w8")
     make_inputs = staticmethod(a8w8.make_inputs)
     reference = staticmethod(a8w8.reference)
 
@@ -142,7 +143,7 @@ def _fp4_splitk(config: dict[str, Any], k: int) -> dict[str, Any]:
 
 
 class A16WFP4:
-    SPEC = _aiter(a16wfp4.SPEC, "batched_gemm_a16wfp4", "BATCHED_GEMM-A16WFP4", hooks=("supported",))
+    SPEC = _aiter(a16wfp4.SPEC, "batched_gemm_a16wfp4", "BATCHED_GEMM-A16WFP4", "fp4", hooks=("supported",))
     make_inputs = staticmethod(a16wfp4.make_inputs)
     reference = staticmethod(a16wfp4.reference)
     supported = staticmethod(_fp4_supported)
@@ -161,7 +162,12 @@ class A16WFP4:
 
 class AFP4WFP4:
     SPEC = _aiter(
-        afp4wfp4.SPEC, "batched_gemm_afp4wfp4", "BATCHED_GEMM-AFP4WFP4", hooks=("supported",), bounds=AFP4WFP4_BOUNDS
+        afp4wfp4.SPEC,
+        "batched_gemm_afp4wfp4",
+        "BATCHED_GEMM-AFP4WFP4",
+        "fp4",
+        hooks=("supported",),
+        bounds=AFP4WFP4_BOUNDS,
     )
     make_inputs = staticmethod(afp4wfp4.make_inputs)
     reference = staticmethod(afp4wfp4.reference)
@@ -185,6 +191,7 @@ class A8W8Prequant:
         prequant.SPEC,
         "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
         "BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT",
+        "prequant",
     )
     make_inputs = staticmethod(prequant.make_inputs)
     reference = staticmethod(prequant.reference)
