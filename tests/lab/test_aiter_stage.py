@@ -1,0 +1,84 @@
+"""lab/gpu_validation/aiter_stage.py against a git repository of the stand-in library (tests/data/fake_aiter): it
+stages what the adapter imports (followed in the source), the ops' config files and the commit, and nothing else;
+the example suite loads against the staged folder."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from harness.inputs.suite import load_suite
+from harness.run.sidecar import git_commit
+from tests.conftest import DATA, ROOT
+
+SCRIPT = ROOT / "lab" / "gpu_validation" / "aiter_stage.py"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """The stand-in as a git repository, plus files a stage must leave out: C++ sources, tests, and a module
+    nothing imports."""
+    root = tmp_path_factory.mktemp("aiter-git")
+    shutil.copytree(DATA / "fake_aiter", root, dirs_exist_ok=True)
+    (root / "csrc").mkdir()
+    (root / "csrc" / "kernel.cu").write_text("// C++\n")
+    (root / "op_tests").mkdir()
+    (root / "op_tests" / "test_bf16.py").write_text("import aiter\n")
+    (root / "aiter" / "ops" / "triton" / "unused.py").write_text("X = 1\n")
+    (root / "LICENSE").write_text("MIT\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "stand-in"], cwd=root, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    return root / ".git", head
+
+
+def test_the_stage_holds_what_the_adapter_imports_and_the_configs(repo, tmp_path):
+    git_dir, head = repo
+    out = tmp_path / "stage" / "aiter"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--git-dir", str(git_dir), "--out", str(out), "--list"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    ops = "aiter/ops/triton"
+    assert {
+        f"{ops}/gemm/batched/batched_gemm_bf16.py",  # the op, and what it imports
+        f"{ops}/_triton_kernels/gemm/batched/batched_gemm_bf16.py",
+        f"{ops}/utils/gemm_config_utils.py",
+        f"{ops}/utils/_triton/arch_info.py",
+        f"{ops}/__init__.py",  # the packages on the way (Python runs them)
+        f"{ops}/_triton_kernels/gemm/batched/__init__.py",
+        f"{ops}/configs/gemm/gfx950-BATCHED_GEMM-A16W16.json",
+        f"{ops}/configs/gfx942/triton/gemm/batched_gemm_a16w16/DEFAULT.json",  # the nested layout too
+        "LICENSE",
+        ".git_archival.txt",
+    } <= files
+    assert "aiter/__init__.py" not in files  # AITER's loads its C++ ops; the suite says init: false
+    assert not any(f.startswith(("csrc/", "op_tests/")) or f.endswith("unused.py") for f in files)
+    assert git_commit(str(out)) == head  # recorded in the results as the library's commit
+    # the ops the stand-in lacks are named, not an error
+    assert "imported but not in the checkout" in r.stdout and "batched_gemm_a8w8" in r.stdout
+    assert f"AITER {head[:10]}" in r.stdout
+
+
+def test_the_example_suite_loads_against_the_staged_folder(repo, tmp_path, monkeypatch):
+    git_dir, _ = repo
+    out = tmp_path / "aiter"
+    subprocess.run([sys.executable, str(SCRIPT), "--git-dir", str(git_dir), "--out", str(out)], check=True)
+    monkeypatch.setenv("AITER_CHECKOUT", str(out))
+    cases = load_suite(ROOT / "examples" / "aiter" / "cpu.yaml")
+    assert [c.library.path for c in cases] == [str(out.resolve())] * len(cases) and len(cases) == 3
+
+
+def test_a_missing_git_dir_is_one_line(tmp_path):
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--git-dir", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stderr.strip().startswith("aiter_stage: no git directory")
