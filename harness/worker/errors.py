@@ -50,7 +50,9 @@ def _own_where(exc: BaseException, files: tuple[str, ...], repo: str, skip: tupl
     either."""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{_short_path(exc.filename, repo)}:{exc.lineno}"
-    frames = traceback.extract_tb(exc.__traceback__)
+    # a frozen module's or exec'd code's pseudo-file (<frozen importlib._bootstrap>) is no file: realpath would
+    # place it in the working directory, inside the repository
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
     real = {os.path.realpath(f) for f in files}
     mine = [f for f in frames if os.path.realpath(f.filename) in real]
     if not mine and repo:

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from harness.worker import facts
-from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
+from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config, source_file
 from harness.worker.delay import delay_of, delayed
 from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
@@ -112,8 +112,7 @@ class Session:
         return {**out, "status": "ok"}
 
     def _kernel(self, case: dict[str, Any]) -> Any:
-        path = case["source"].partition(".py:")[0]
-        path = path if path.endswith(".py") else path + ".py"
+        path = source_file(case["source"])[0]
         roots = library_roots(case)
         try:
             attach(case.get("library"))
@@ -136,7 +135,7 @@ class Session:
             try:
                 cfg = dict(kernel.finalize_config(case["params"], dict(cfg)))
             except Exception as exc:  # noqa: BLE001 - the library's own post-processing failing on this case
-                path = case["source"].partition(".py:")[0]
+                path = source_file(case["source"])[0]  # the kernel file: its line, not importlib's
                 text = error_text(exc, (path,), self.repo, library_roots(case))
                 if isinstance(exc, ImportError):
                     raise CaseFailed("import_error", import_failure(exc, text)) from None
@@ -212,7 +211,7 @@ class Session:
         try:
             samples, dispatch = self._samples(op, raw, n, idle_s, sampler, rehome, case)
         except Exception as exc:  # noqa: BLE001
-            error = "timing: " + error_text(exc, (case["source"].partition(".py:")[0],), self.repo)
+            error = "timing: " + error_text(exc, (source_file(case["source"])[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
         broken = self.ranks.broken() if self.ranks is not None else ""
         if broken:  # the samples were taken out of lockstep: no time, and the worker exits (context_lost)

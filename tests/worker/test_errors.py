@@ -120,3 +120,15 @@ def test_a_checkout_inside_the_repository_is_named_once_not_again_as_the_reposit
     # the adapter not on the way: the checkout's line alone
     alone = error_text(err.value.with_traceback(err.value.__traceback__.tb_next.tb_next), (), str(repo), (str(lib),))
     assert alone.splitlines()[0] == "ValueError: deep (mod.py:2 in f)"
+
+
+def test_importlibs_frozen_frames_are_never_the_repositorys_line(tmp_path, monkeypatch):
+    """A frozen module's pseudo-file (<frozen importlib._bootstrap>) would resolve into the working directory, so
+    inside the repository: an import that fails in importlib names no such line."""
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModuleNotFoundError) as err:
+        importlib.import_module("no_such_module_anywhere")
+    first = error_text(err.value, (), str(tmp_path)).splitlines()[0]
+    assert "<frozen" not in first and first.startswith("ModuleNotFoundError: No module named 'no_such_module_anywhere'")
