@@ -10,6 +10,7 @@ the others'. See README.md beside this file and docs/kernels-from-another-reposi
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from dataclasses import replace
@@ -23,19 +24,18 @@ from kernels import batched_gemm_afp4wfp4 as afp4wfp4
 from kernels import batched_gemm_bf16 as bf16
 
 OPS = "aiter.ops.triton.gemm.batched"
-#: what AITER's config files hold besides the launch options, per op: exactly the keys its kernel takes as
-#: arguments. AITER's wrappers pass the whole config to the launch (``**config``): a key that is no argument of
-#: the kernel is a launch option there, which NVIDIA's launcher refuses ("Keyword argument waves_per_eu was
-#: specified but unrecognised"). So only bf16, whose kernel takes ``waves_per_eu`` as a constexpr, declares it:
-#: for the others harness drops it on NVIDIA and the CPU, as every AMD-only launch option.
-TILES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
+KERNELS = "_triton_kernels.gemm.batched"  # under aiter.ops.triton: the Triton kernels the ops launch
+#: what AITER's config files hold besides the launch options, per op: the keys its kernel takes as arguments, and
+#: ``waves_per_eu``, which harness then hands on for every backend. AITER's wrappers pass the whole config to the
+#: launch (``**config``): on AMD ``waves_per_eu`` is a launch option; elsewhere it may go only to a kernel that takes
+#: it as an argument (NVIDIA's launcher refuses any other keyword: "Keyword argument waves_per_eu was specified but
+#: unrecognised"), and which kernels do depends on the checkout (bf16's since July 2026, a8w8's never).
+#: :func:`fit_to_kernel` decides it from the checkout's own kernel.
+TILES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "waves_per_eu")
 SPLITK = ("NUM_KSPLIT", "SPLITK_BLOCK_SIZE", "cache_modifier")
-KEYS = {
-    "bf16": (*TILES, *SPLITK, "waves_per_eu"),
-    "a8w8": TILES,
-    "fp4": (*TILES, *SPLITK),
-    "prequant": (*TILES, "cache_modifier"),
-}
+KEYS = {"bf16": (*TILES, *SPLITK), "a8w8": TILES, "fp4": (*TILES, *SPLITK), "prequant": (*TILES, "cache_modifier")}
+#: launch options of AMD's backend only that AITER's config files hold and harness hands on (declared above)
+AMD_ONLY = ("waves_per_eu",)
 #: afp4wfp4's caller passes its own bounds: 320 added, 1 left out (AITER's _get_config)
 AFP4WFP4_BOUNDS = (4, 8, 16, 32, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192)
 
@@ -83,6 +83,23 @@ def _arch_for_the_interpreter() -> None:
         driver._active = before  # noqa: SLF001
 
 
+def fit_to_kernel(config: dict[str, Any], op: str, kernel: str) -> dict[str, Any]:
+    """``config`` as the op ``op`` may launch it on this backend: on AMD as it is; elsewhere without the AMD-only
+    launch options that the checkout's kernel ``kernel`` (in ``aiter.ops.triton._triton_kernels.gemm.batched.<op>``)
+    does not take as an argument. Read from the kernel's own signature, so one adapter fits AITER's commits before
+    and after a kernel gained the argument; the results' config column then holds what was passed."""
+    from kernels import _common
+
+    if _common.backend() == "hip":
+        return config
+    aiter(f"gemm.batched.{op}")  # the op first: a checkout that lacks it is told by the op's module, not the kernel's
+    fn = getattr(aiter(f"{KERNELS}.{op}"), kernel)
+    while hasattr(fn, "fn"):  # Triton's heuristics / JIT / interpreter wrappers, down to the Python function
+        fn = fn.fn
+    args = inspect.signature(fn).parameters
+    return {k: v for k, v in config.items() if k not in AMD_ONLY or k in args}
+
+
 def _fp4_supported(params: dict[str, Any]) -> str | None:
     """AITER's fp4 wrappers assert MXFP4 hardware (gfx950, gfx1250): elsewhere the case is skipped, not failed."""
     try:
@@ -100,7 +117,8 @@ class Bf16:
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         utils = aiter("utils.gemm_config_utils")
-        return utils.compute_splitk_params(config, params["K"])  # what AITER's _get_config does after the lookup
+        config = utils.compute_splitk_params(config, params["K"])  # what AITER's _get_config does after the lookup
+        return fit_to_kernel(config, "batched_gemm_bf16", "_batched_gemm_bf16_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -116,7 +134,8 @@ class A8W8:
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return config  # AITER's a8w8 runs the bucket as written
+        # AITER's a8w8 runs the bucket as written
+        return fit_to_kernel(config, "batched_gemm_a8w8", "_batched_gemm_a8w8_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -150,7 +169,8 @@ class A16WFP4:
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return _fp4_splitk(config, params["K"])
+        config = _fp4_splitk(config, params["K"])
+        return fit_to_kernel(config, "batched_gemm_a16wfp4", "_batched_gemm_a16wfp4_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -175,7 +195,8 @@ class AFP4WFP4:
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return _fp4_splitk(config, params["K"])  # AITER's _get_config for afp4wfp4, after its lookup
+        config = _fp4_splitk(config, params["K"])  # AITER's _get_config for afp4wfp4, after its lookup
+        return fit_to_kernel(config, "batched_gemm_afp4wfp4", "_batched_gemm_afp4_wfp4_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -198,7 +219,9 @@ class A8W8Prequant:
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return {**config, "BLOCK_SIZE_K": 128}  # the wrapper sets BLOCK_SIZE_K to its group_size (128)
+        config = {**config, "BLOCK_SIZE_K": 128}  # the wrapper sets BLOCK_SIZE_K to its group_size (128)
+        name = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
+        return fit_to_kernel(config, name, f"_{name}_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:

@@ -84,6 +84,25 @@ def test_a_missing_git_dir_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().startswith("aiter_stage: no git directory")
 
 
+def _sm90_check(suite):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "lab" / "gpu_validation" / "sm90_compile_check.py"), str(suite)],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+
+
+def _suite(tmp_path, checkout, extra=""):
+    suite = tmp_path / f"{checkout.name}.yaml"
+    suite.write_text(
+        f"library: {{path: '{checkout}', package: aiter, init: false, configs: [aiter/ops/triton/configs]}}\n"
+        "config_arch: gfx950\n"
+        "entries:\n"
+        f"  - kernel: {ROOT / 'examples' / 'aiter' / 'batched_gemm.py'}:Bf16\n    B: 2\n    M: 16\n    N: 64\n    K: 128\n"
+        + extra
+    )
+    return suite
+
+
 def test_the_sm90_compile_check_compiles_without_a_gpu_and_names_what_nvidias_launcher_refuses(tmp_path):
     """lab/gpu_validation/sm90_compile_check.py on the CPU: the stand-in library's bf16 through the adapter compiles
     for sm90 (ptxas from the Triton wheel), and a kernel whose launch passes an AMD-only keyword fails as it would
@@ -92,21 +111,23 @@ def test_the_sm90_compile_check_compiles_without_a_gpu_and_names_what_nvidias_la
     text = (ROOT / "examples" / "softmax.py").read_text()
     assert 'num_warps=config["num_warps"])' in text
     bad.write_text(text.replace('num_warps=config["num_warps"])', 'num_warps=config["num_warps"], waves_per_eu=2)'))
-    suite = tmp_path / "s.yaml"
-    suite.write_text(
-        f"library: {{path: '{DATA / 'fake_aiter'}', package: aiter, init: false, configs: [aiter/ops/triton/configs]}}\n"
-        "config_arch: gfx950\n"
-        "entries:\n"
-        f"  - kernel: {ROOT / 'examples' / 'aiter' / 'batched_gemm.py'}:Bf16\n    B: 2\n    M: 16\n    N: 64\n    K: 128\n"
-        f"  - kernel: {bad}\n    M: 4\n    N: 128\n"
-    )
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "lab" / "gpu_validation" / "sm90_compile_check.py"), str(suite)],
-        capture_output=True, text=True, cwd=ROOT, timeout=600,
-    )  # fmt: skip
+    r = _sm90_check(_suite(tmp_path, DATA / "fake_aiter", f"  - kernel: {bad}\n    M: 4\n    N: 128\n"))
     lines = r.stdout.splitlines()
     assert r.returncode == 1, r.stdout + r.stderr[-2000:]
     assert lines[0].startswith("ok      aiter_batched_gemm_bf16/B2_M16_N64_K128: gemm/gfx950-BATCHED_GEMM-A16W16")
     assert "_batched_gemm_bf16_kernel" in lines[0] and "KiB shared" in lines[0]
     assert lines[1].startswith("error   softmax/") and "waves_per_eu was specified but unrecognised" in lines[1]
     assert lines[-1].endswith("2 cases, 1 error, 1 ok")
+
+
+def test_the_adapter_passes_waves_per_eu_on_nvidia_only_to_a_kernel_that_takes_it(tmp_path):
+    """AITER's bf16 kernel took no waves_per_eu argument before July 2026: the adapter reads the checkout's own
+    kernel, so the same adapter compiles for sm90 against a checkout with the argument and one without."""
+    old = tmp_path / "aiter-old"
+    shutil.copytree(DATA / "fake_aiter", old)
+    kernel = old / "aiter/ops/triton/_triton_kernels/gemm/batched/batched_gemm_bf16.py"
+    text = kernel.read_text()
+    assert text.count("    waves_per_eu: tl.constexpr,\n") == 1
+    kernel.write_text(text.replace("    waves_per_eu: tl.constexpr,\n", ""))
+    r = _sm90_check(_suite(tmp_path, old))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].endswith("1 cases, 1 ok"), r.stdout + r.stderr[-2000:]

@@ -4,7 +4,6 @@ families in the checkout passes the suite's checks, and AITER's own bf16 and a8w
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -14,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.inputs.suite import load_suite
-from harness.kernel_api.configs import for_backend
 from harness.results.load import load_results
-from harness.run.suiteview import view
 from tests.conftest import DATA, ROOT
 
 CHECKOUT = os.environ.get("AITER_CHECKOUT", "")
@@ -49,26 +46,15 @@ def test_aiters_bf16_and_a8w8_run_correct_on_the_cpu(tmp_path):
     assert all("SPLITK_BLOCK_SIZE" in json.loads(c) for c in bf16["config"])  # AITER's post-processing ran
 
 
-def _kernel_arguments(op: str) -> set[str]:
-    """The arguments of AITER's Triton kernel of ``op`` (read from the source: nothing imported)."""
-    path = Path(CHECKOUT) / "aiter/ops/triton/_triton_kernels/gemm/batched" / f"{op}.py"
-    fns = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)]
-    fn = next(f for f in fns if f.name.endswith("_kernel") and "reduce" not in f.name)  # the GEMM, not split-K's
-    return {a.arg for a in fn.args.args}
-
-
-def test_every_config_reaches_nvidias_launcher_with_only_what_it_accepts():
-    """AITER's wrappers launch with ``**config``. Triton's CUDA launcher refuses a keyword that is neither an
-    argument of the kernel nor a CUDA option ("Keyword argument waves_per_eu was specified but unrecognised"):
-    every case of the example suite, its config as the worker hands it to the op on an NVIDIA GPU, passes that
-    check, which the CPU interpreter never makes."""
-    from triton.backends.nvidia.compiler import CUDAOptions
-
-    cuda = set(CUDAOptions.__dataclass_fields__)
-    cases = load_suite(EXAMPLE / "batched_gemm.yaml")
-    bad = []
-    for case, v in zip(cases, view(cases, "sm90"), strict=True):
-        args = _kernel_arguments(case.name.removeprefix("aiter_"))
-        cfg = for_backend(v.config, "cuda", case.spec.config_keys)
-        bad += [(case.name, v.source, k) for k in cfg if k not in args and k not in cuda]
-    assert not bad, bad[:5]
+def test_every_case_compiles_for_an_h100_on_this_cpu():
+    """AITER's wrappers launch with ``**config``, and Triton's CUDA launcher refuses a keyword that is neither an
+    argument of the kernel nor a CUDA option, which the CPU interpreter never checks. Every case of the example
+    suite goes the worker's way to an sm90 compile (lab/gpu_validation/sm90_compile_check.py): compiled, or
+    skipped (the MXFP4 ops on anything but gfx950 / gfx1250)."""
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "lab/gpu_validation/sm90_compile_check.py"), str(EXAMPLE / "batched_gemm.yaml"),
+         "--filter", "_M(16|2048)_"],
+        capture_output=True, text=True, cwd=ROOT, timeout=1200,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.stdout.splitlines()[-1].endswith("30 cases, 18 ok, 12 skipped"), r.stdout[-500:]

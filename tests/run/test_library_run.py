@@ -110,21 +110,3 @@ def test_a_resume_under_another_config_arch_is_refused():
 
     with pytest.raises(HarnessError, match=r"--resume with --config-arch gfx942 but the file was measured with gfx950"):
         resume_conflict({"config_arch": "gfx950"}, {"config_arch": "gfx942"}, "out.csv")
-
-
-def test_only_kernels_that_take_waves_per_eu_keep_it_on_nvidia():
-    """AITER's wrappers launch with ``**config``; NVIDIA's launcher refuses a keyword that is no kernel argument.
-    bf16's kernel takes ``waves_per_eu`` (a constexpr): kept. a8w8's, the fp4 ops' and prequant's do not: dropped
-    on NVIDIA (and the CPU), kept on AMD, where it is a launch option. (tests/run/test_aiter_checkout.py checks
-    every case against AITER's real kernel signatures.)"""
-    from harness.inputs.kernel import load_kernel
-    from harness.kernel_api.configs import for_backend
-
-    cfg = {"BLOCK_SIZE_M": 128, "num_warps": 4, "waves_per_eu": 2, "matrix_instr_nonkdim": 16}
-    kept = {}
-    for op in ("Bf16", "A8W8", "A16WFP4", "AFP4WFP4", "A8W8Prequant"):
-        spec = load_kernel(f"batched_gemm.py:{op}", ADAPTER.parent).spec
-        kept[op] = "waves_per_eu" in for_backend(cfg, "cuda", spec.config_keys)
-        assert "waves_per_eu" in for_backend(cfg, "hip", spec.config_keys)
-        assert "matrix_instr_nonkdim" not in for_backend(cfg, "cuda", spec.config_keys)
-    assert kept == {"Bf16": True, "A8W8": False, "A16WFP4": False, "AFP4WFP4": False, "A8W8Prequant": False}
