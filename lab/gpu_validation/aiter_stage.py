@@ -5,7 +5,8 @@ LICENSE, and ``.git_archival.txt`` naming the commit (harness records it as the 
 folder is no git checkout of its own). Nothing else: no C++/CK sources, tests, docs or 3rdparty.
 
     python3 lab/gpu_validation/aiter_stage.py [--git-dir DIR] [--rev REV] [--out .stage/aiter]
-    AITER_CHECKOUT=.stage/aiter harness suite show examples/aiter/batched_gemm.yaml
+    python3 lab/gpu_validation/aiter_stage.py --pr fc01c4f00f --out .stage/aiter-pr   # OUT/main (its parent), OUT/pr
+    AITER_CHECKOUT=$PWD/.stage/aiter harness suite show examples/aiter/batched_gemm.yaml
 
 ``--git-dir`` is a clone of ROCm/aiter (a bare one works; default $AITER_GIT_DIR or the session's mirror). The
 files come out of ``git archive`` of REV, so a dirty work tree is not what is staged.
@@ -141,20 +142,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--git-dir", default=os.environ.get("AITER_GIT_DIR", DEFAULT_GIT_DIR))
     ap.add_argument("--rev", default="HEAD")
     ap.add_argument("--out", type=Path, default=Path(".stage/aiter"))
+    ap.add_argument(
+        "--pr", metavar="REV", help="stage REV's parent into OUT/main and REV into OUT/pr (a PR against main)"
+    )
     ap.add_argument("--list", action="store_true", help="print every staged file")
     a = ap.parse_args(argv)
     if not Path(a.git_dir).is_dir():
         print(f"aiter_stage: no git directory {a.git_dir} (--git-dir, or $AITER_GIT_DIR)", file=sys.stderr)
         return 2
-    r = stage(a.git_dir, a.rev, a.out)
-    if a.list:
-        print("\n".join([*r["code"], *r["configs"]]))  # type: ignore[list-item]
-    print(
-        f"aiter_stage: {a.out}: AITER {r['commit'][:10]} ({r['date']}), {len(r['code'])} Python files, "  # type: ignore[index]
-        f"{len(r['configs'])} config files, {r['bytes'] / 1024:.0f} KiB"  # type: ignore[arg-type]
-    )
-    if r["missing"]:
-        print(f"aiter_stage: imported but not in the checkout: {', '.join(r['missing'])}")  # type: ignore[arg-type]
+    todo = [(f"{a.pr}^", a.out / "main"), (a.pr, a.out / "pr")] if a.pr else [(a.rev, a.out)]
+    for rev, out in todo:
+        r = stage(a.git_dir, rev, out)
+        if a.list:
+            print("\n".join([*r["code"], *r["configs"]]))  # type: ignore[list-item]
+        print(
+            f"aiter_stage: {out}: AITER {r['commit'][:10]} ({r['date']}), {len(r['code'])} Python files, "  # type: ignore[index]
+            f"{len(r['configs'])} config files, {r['bytes'] / 1024:.0f} KiB"  # type: ignore[arg-type]
+        )
+        if r["missing"]:
+            print(f"aiter_stage: imported but not in the checkout: {', '.join(r['missing'])}")  # type: ignore[arg-type]
     return 0
 
 

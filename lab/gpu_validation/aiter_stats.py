@@ -4,6 +4,7 @@ TOT and golden again interleaved. Per kernel: the cases and their status under e
 golden vs golden again (the A/A: what the rule flags there is noise). Which AITER commit, which Triton, which GPU.
 
     python3 lab/gpu_validation/aiter_stats.py DIR    # DIR/{golden,tot,golden-aa}.csv, compare.csv, compare-aa.csv
+    python3 lab/gpu_validation/aiter_stats.py DIR --stacks main,pr,main-again   # two checkouts, one Triton
 
 Prints the summary and writes it to DIR/summary.md. Standard library only.
 """
@@ -65,18 +66,22 @@ def stack_line(d: Path, name: str) -> str:
     return f"- {name}: Triton {t.get('version', '?')} ({t.get('path', '?')}), {gpu}; {libs or 'no library'}; configs of {', '.join(arch) or '?'}"
 
 
-def summary(d: Path) -> str:
-    res = {s: rows(d / f"{s}.csv") for s in STACKS}
+def summary(d: Path, stacks: tuple[str, ...] = STACKS) -> str:
+    """The summary of the runs ``stacks`` in ``d``: the baseline, the one compared with it (compare.csv), and the
+    baseline again (compare-aa.csv)."""
+    base, new, again = stacks
+    res = {s: rows(d / f"{s}.csv") for s in stacks}
     cmp_, aa = rows(d / "compare.csv"), rows(d / "compare-aa.csv")
     kernels = sorted({r["kernel"] for rs in res.values() for r in rs})
-    out = [f"# AITER from a checkout: golden vs TOT, and golden again ({d})", ""]
-    out += [stack_line(d, s) for s in STACKS] + [""]
+    out = [f"# AITER from a checkout: {base} vs {new}, and {base} again ({d})", ""]
+    out += [stack_line(d, s) for s in stacks] + [""]
     out.append(
-        "| kernel | cases | status golden / TOT / again | TOT: verdicts | TOT median d% | A/A: verdicts | A/A median abs d% | A/A max abs d% |"
+        f"| kernel | cases | status {' / '.join(stacks)} | {new}: verdicts | {new} median d% | A/A: verdicts "
+        "| A/A median abs d% | A/A max abs d% |"
     )
     out.append("|---|---|---|---|---|---|---|---|")
     for k in kernels:
-        st = " / ".join(_counts([r["status"] for r in res[s] if r["kernel"] == k]) for s in STACKS)
+        st = " / ".join(_counts([r["status"] for r in res[s] if r["kernel"] == k]) for s in stacks)
         c = [r for r in cmp_ if r["kernel"] == k]
         a = [r for r in aa if r["kernel"] == k]
         dc = [
@@ -89,30 +94,28 @@ def summary(d: Path) -> str:
             for r in a
             if r["verdict"] in ("ok", "regression", "improvement") and (x := _f(r["delta_pct"])) is not None
         ]
-        n = len({r["case_id"] for s in STACKS for r in res[s] if r["kernel"] == k})
+        n = len({r["case_id"] for s in stacks for r in res[s] if r["kernel"] == k})
         out.append(
             f"| {k} | {n} | {st} | {_counts([r['verdict'] for r in c])} | {_pct(dc)} | {_counts([r['verdict'] for r in a])} "
             f"| {f'{statistics.median(da):.2f}' if da else '-'} | {f'{max(da):.2f}' if da else '-'} |"
         )
     out += [
         "",
-        "Configs that ran (golden; file:bucket from AITER's files, the config after AITER's post-processing):",
+        f"Configs that ran ({base}; file:bucket from AITER's files, the config after AITER's post-processing):",
         "",
     ]
     timed = ("ok", "unstable")
-    ran = collections.Counter(
-        (r["kernel"], r["config_source"], r["config"]) for r in res["golden"] if r["status"] in timed
-    )
+    ran = collections.Counter((r["kernel"], r["config_source"], r["config"]) for r in res[base] if r["status"] in timed)
     out += [f"- {k}: {src} x{n}: `{cfg}`" for (k, src, cfg), n in sorted(ran.items())]
-    diff = [r for r in res["golden"] if r["status"] in timed]
-    tot_cfg = {(r["kernel"], r["case_id"]): r["config"] for r in res["tot"]}
+    diff = [r for r in res[base] if r["status"] in timed]
+    tot_cfg = {(r["kernel"], r["case_id"]): r["config"] for r in res[new]}
     changed = [r for r in diff if tot_cfg.get((r["kernel"], r["case_id"]), r["config"]) != r["config"]]
     out.append(
-        f"- TOT ran {'the same config in every case' if not changed else f'another config in {len(changed)} cases'}"
+        f"- {new} ran {'the same config in every case' if not changed else f'another config in {len(changed)} cases'}"
     )
     worst = sorted((r for r in cmp_ if _f(r["delta_pct"]) is not None), key=lambda r: -float(r["delta_pct"]))[:8]
     if worst:
-        out += ["", "Largest TOT changes (golden us -> TOT us, d%, verdict; A/A d% of the same case):", ""]
+        out += ["", f"Largest changes ({base} us -> {new} us, d%, verdict; A/A d% of the same case):", ""]
         aa_pct = {(r["kernel"], r["case_id"]): r["delta_pct"] for r in aa}
         for r in worst:
             a = _f(aa_pct.get((r["kernel"], r["case_id"]), ""))
@@ -120,7 +123,7 @@ def summary(d: Path) -> str:
                 f"- {r['kernel']}/{r['case_id']}: {float(r['golden_us']):.1f} -> {float(r['tot_us']):.1f} us, "
                 f"{float(r['delta_pct']):+.2f}%, {r['verdict']}; A/A {f'{a:+.2f}%' if a is not None else '-'}"
             )
-    failed = [r for s in STACKS for r in res[s] if r["status"] not in NOT_FAILED]
+    failed = [r for s in stacks for r in res[s] if r["status"] not in NOT_FAILED]
     if failed:
         out += ["", "Failures (first of each status and kernel):", ""]
         firsts = {(r["kernel"], r["status"]): r for r in failed}
@@ -134,11 +137,16 @@ def summary(d: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path)
+    ap.add_argument("--stacks", default=",".join(STACKS), help="the baseline, the compared run, the baseline again")
     a = ap.parse_args(argv)
-    if not (a.dir / "golden.csv").exists():
-        print(f"aiter_stats: no {a.dir / 'golden.csv'}", file=sys.stderr)
+    stacks = tuple(a.stacks.split(","))
+    if len(stacks) != 3:
+        print("aiter_stats: --stacks takes three names", file=sys.stderr)
         return 2
-    text = summary(a.dir)
+    if not (a.dir / f"{stacks[0]}.csv").exists():
+        print(f"aiter_stats: no {a.dir / f'{stacks[0]}.csv'}", file=sys.stderr)
+        return 2
+    text = summary(a.dir, stacks)
     (a.dir / "summary.md").write_text(text)
     print(text, end="")
     return 0

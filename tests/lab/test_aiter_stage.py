@@ -76,6 +76,27 @@ def test_the_example_suite_loads_against_the_staged_folder(repo, tmp_path, monke
     assert [c.library.path for c in cases] == [str(out.resolve())] * len(cases) and len(cases) == 3
 
 
+def test_a_pr_and_its_parent(repo, tmp_path):
+    """--pr REV: REV's parent in OUT/main, REV in OUT/pr, each naming its commit (harness records it per run)."""
+    root = tmp_path / "repo"
+    shutil.copytree(repo[0].parent, root)  # the module's repository stays as it is
+    git_dir = root / ".git"
+    kernel = root / "aiter/ops/triton/_triton_kernels/gemm/batched/batched_gemm_bf16.py"
+    kernel.write_text(kernel.read_text() + "\n# the PR's change\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "-am", "pr"], cwd=root, check=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD", "HEAD^"], cwd=root, capture_output=True, text=True
+    ).stdout.split()
+    out = tmp_path / "aiter-pr"
+    cmd = [sys.executable, str(SCRIPT), "--git-dir", str(git_dir), "--pr", head[0], "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert git_commit(str(out / "pr")) == head[0] and git_commit(str(out / "main")) == head[1]
+    rel = kernel.relative_to(root)
+    assert (out / "pr" / rel).read_text().endswith("# the PR's change\n")
+    assert not (out / "main" / rel).read_text().endswith("# the PR's change\n")
+
+
 def test_a_missing_git_dir_is_one_line(tmp_path):
     r = subprocess.run(
         [sys.executable, str(SCRIPT), "--git-dir", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
