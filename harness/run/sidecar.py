@@ -65,7 +65,9 @@ def run_sidecar(
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
         "kernel_sources": {c.name: c.kernel.source for c in cases},
         # where each kernel's configs were looked up, as which arch, and the library checkouts its code imported
-        "config_lookup": {c.name: lookup_record(c) for c in cases if c.spec.config is not None},
+        "config_lookup": {
+            c.name: lookup_record(c) for c in cases if c.spec.config is not None or "lookup_config" in c.spec.hooks
+        },
         "libraries": libraries(cases),
     }
     if opts.artifacts:
@@ -77,6 +79,8 @@ def run_sidecar(
 
 def lookup_record(case: Case) -> dict[str, Any]:
     c = case.spec.config
+    if c is None:  # the kernel's own lookup_config (a library's lookup, called in the worker)
+        return {"folders": [], "layout": "lookup_config", "config_arch": case.config_arch or None}
     return {"folders": list(search_folders(case)), "layout": c.layout, "config_arch": case.config_arch or None}
 
 

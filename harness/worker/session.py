@@ -126,10 +126,13 @@ class Session:
         """The config the case runs: looked up, stripped of launch options this backend rejects (for every kernel,
         so a user's ``**config`` never hands ``waves_per_eu`` to NVIDIA's compiler), then the kernel's
         ``finalize_config`` (its library's post-processing: split-K, ``2*K``); the results record this one."""
-        try:
-            cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
-        except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
-            raise CaseFailed("skipped", f"config: {exc}") from None
+        if "lookup_config" in case.get("hooks", ()):
+            cfg, source, tuned = self._own_lookup(case, kernel)
+        else:
+            try:
+                cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
+            except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
+                raise CaseFailed("skipped", f"config: {exc}") from None
         cfg = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
         if "finalize_config" in case.get("hooks", ()):
             try:
@@ -142,6 +145,32 @@ class Session:
                 raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
+
+    def _own_lookup(self, case: dict[str, Any], kernel: Any) -> tuple[dict[str, Any], str, bool]:
+        """The kernel's ``lookup_config(params, arch)``: the library's own lookup, as the library calls it (``arch``
+        the case's config arch, else this worker's); its answer a config, or (config, where it came from), or None
+        for no config (skipped). The suite's overrides go on top, as on a looked-up config."""
+        mine = self.C.arch()
+        arch = case.get("config_arch") or mine
+        try:
+            got = kernel.lookup_config(case["params"], arch)
+        except Exception as exc:  # noqa: BLE001 - the library's lookup failing on this case: its line, not ours
+            text = error_text(exc, (source_file(case["source"])[0],), self.repo, library_roots(case))
+            if isinstance(exc, ImportError):
+                raise CaseFailed("import_error", import_failure(exc, text)) from None
+            raise CaseFailed("runtime_error", "lookup_config: " + text) from None
+        as_arch = f" (configs of {arch})" if arch != mine else ""
+        if got is None:
+            raise CaseFailed("skipped", f"config: the kernel's lookup_config found none{as_arch}")
+        cfg, where = got if isinstance(got, tuple) and len(got) == 2 else (got, "")
+        if not isinstance(cfg, dict) or not isinstance(where, str):
+            kind = type(got).__name__
+            raise CaseFailed("runtime_error", f"lookup_config: returned a {kind}, expected a dict or (dict, str)")
+        overrides = dict(case.get("overrides") or {})
+        source = (
+            "lookup_config" + (f": {where}" if where else "") + as_arch + (" +suite overrides" if overrides else "")
+        )
+        return {**cfg, **overrides}, source, False
 
     def _release(self) -> None:
         if self.backend != "interp":
