@@ -128,7 +128,15 @@ def check(suite: Path, kernels: list[str], pattern: str | None, config_arch: str
             if why:
                 out.append((name, "skipped", str(why)))
                 continue
-            cfg, source, _ = resolve_config(req, "sm90", configs)
+            if "lookup_config" in req.get("hooks", ()):  # the library's own lookup, as the worker calls it
+                got = kernel.lookup_config(req["params"], req.get("config_arch") or "sm90")
+                if got is None:
+                    out.append((name, "skipped", "the kernel's lookup_config found no config"))
+                    continue
+                cfg, where = got if isinstance(got, tuple) else (got, "")
+                cfg, source = {**cfg, **(req.get("overrides") or {})}, f"lookup_config: {where}"
+            else:
+                cfg, source, _ = resolve_config(req, "sm90", configs)
             cfg = configs.for_backend(cfg, "cuda", tuple(req.get("config_keys") or ()))
             if "finalize_config" in req.get("hooks", ()):
                 cfg = dict(kernel.finalize_config(req["params"], dict(cfg)))
