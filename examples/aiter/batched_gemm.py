@@ -10,6 +10,7 @@ the others'. See README.md beside this file and docs/kernels-from-another-reposi
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from dataclasses import replace
@@ -23,29 +24,29 @@ from kernels import batched_gemm_afp4wfp4 as afp4wfp4
 from kernels import batched_gemm_bf16 as bf16
 
 OPS = "aiter.ops.triton.gemm.batched"
-#: what AITER's config files hold besides the launch options: tiles, split-K, and keys its kernels take as
-#: constexpr arguments (``waves_per_eu`` among them, so harness keeps it on every backend for these kernels)
-KEYS = (
-    "BLOCK_SIZE_M",
-    "BLOCK_SIZE_N",
-    "BLOCK_SIZE_K",
-    "GROUP_SIZE_M",
-    "NUM_KSPLIT",
-    "SPLITK_BLOCK_SIZE",
-    "cache_modifier",
-    "waves_per_eu",
-)
+KERNELS = "_triton_kernels.gemm.batched"  # under aiter.ops.triton: the Triton kernels the ops launch
+#: what AITER's config files hold besides the launch options, per op: the keys its kernel takes as arguments, and
+#: ``waves_per_eu``, which harness then hands on for every backend. AITER's wrappers pass the whole config to the
+#: launch (``**config``): on AMD ``waves_per_eu`` is a launch option; elsewhere it may go only to a kernel that takes
+#: it as an argument (NVIDIA's launcher refuses any other keyword: "Keyword argument waves_per_eu was specified but
+#: unrecognised"), and which kernels do depends on the checkout (bf16's since July 2026, a8w8's never).
+#: :func:`fit_to_kernel` decides it from the checkout's own kernel.
+TILES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "waves_per_eu")
+SPLITK = ("NUM_KSPLIT", "SPLITK_BLOCK_SIZE", "cache_modifier")
+KEYS = {"bf16": (*TILES, *SPLITK), "a8w8": TILES, "fp4": (*TILES, *SPLITK), "prequant": (*TILES, "cache_modifier")}
+#: launch options of AMD's backend only that AITER's config files hold and harness hands on (declared above)
+AMD_ONLY = ("waves_per_eu",)
 #: afp4wfp4's caller passes its own bounds: 320 added, 1 left out (AITER's _get_config)
 AFP4WFP4_BOUNDS = (4, 8, 16, 32, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192)
 
 
-def _aiter(spec: Any, name: str, family: str, hooks: tuple[str, ...] = (), **lookup: Any) -> Any:
+def _aiter(spec: Any, name: str, family: str, keys: str, hooks: tuple[str, ...] = (), **lookup: Any) -> Any:
     return replace(
         spec,
         name=f"aiter_{name}",
         description=f"AITER's {name} from a checkout (examples/aiter)",
         config=ConfigLookup(family, layout="aiter", **lookup),
-        config_keys=KEYS,
+        config_keys=KEYS[keys],
         hooks=("finalize_config", *hooks),
     )
 
@@ -82,6 +83,43 @@ def _arch_for_the_interpreter() -> None:
         driver._active = before  # noqa: SLF001
 
 
+def fit_to_kernel(config: dict[str, Any], op: str, kernel: str) -> dict[str, Any]:
+    """``config`` as the op ``op`` may launch it on this backend: on AMD as it is; elsewhere without the AMD-only
+    launch options that the checkout's kernel ``kernel`` (in ``aiter.ops.triton._triton_kernels.gemm.batched.<op>``)
+    does not take as an argument. Read from the kernel's own signature, so one adapter fits AITER's commits before
+    and after a kernel gained the argument; the results' config column then holds what was passed."""
+    from kernels import _common
+
+    if _common.backend() == "hip":
+        return config
+    aiter(f"gemm.batched.{op}")  # the op first: a checkout that lacks it is told by the op's module, not the kernel's
+    fn = getattr(aiter(f"{KERNELS}.{op}"), kernel)
+    while hasattr(fn, "fn"):  # Triton's heuristics / JIT / interpreter wrappers, down to the Python function
+        fn = fn.fn
+    args = inspect.signature(fn).parameters
+    return {k: v for k, v in config.items() if k not in AMD_ONLY or k in args}
+
+
+def own_lookup(op: str, arch: str, *args: Any) -> tuple[dict[str, Any], str]:
+    """AITER's own lookup of ``op``: its ``_get_config(*args)`` (the op's files, AITER's rule, AITER's
+    post-processing), with AITER's arch question answered ``arch`` while it looks (the suite's config arch: AITER
+    ships no sm90 files). What a team that prefers the library's lookup to harness's reading of its files runs
+    (``Bf16OwnLookup``, ``A8W8OwnLookup``); AITER does not say which file and bucket, only whether it was tuned."""
+    arch_info = aiter("utils._triton.arch_info")
+    utils = aiter("utils.gemm_config_utils")
+    get_config = aiter(f"{KERNELS}.{op}")._get_config
+    clear = getattr(getattr(utils, "_get_gemm_config_cached", None), "cache_clear", None)
+    real = arch_info.get_arch
+    arch_info.get_arch = lambda: arch
+    try:
+        if clear is not None:
+            clear()  # its cache is keyed by shape, not arch
+        config, tuned = get_config(*args)
+    finally:
+        arch_info.get_arch = real
+    return dict(config), f"AITER's {op}._get_config" + (" (tuned)" if tuned else "")
+
+
 def _fp4_supported(params: dict[str, Any]) -> str | None:
     """AITER's fp4 wrappers assert MXFP4 hardware (gfx950, gfx1250): elsewhere the case is skipped, not failed."""
     try:
@@ -92,14 +130,15 @@ def _fp4_supported(params: dict[str, Any]) -> str | None:
 
 
 class Bf16:
-    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", batch="B")
+    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", "bf16", batch="B")
     make_inputs = staticmethod(bf16.make_inputs)
     reference = staticmethod(bf16.reference)
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         utils = aiter("utils.gemm_config_utils")
-        return utils.compute_splitk_params(config, params["K"])  # what AITER's _get_config does after the lookup
+        config = utils.compute_splitk_params(config, params["K"])  # what AITER's _get_config does after the lookup
+        return fit_to_kernel(config, "batched_gemm_bf16", "_batched_gemm_bf16_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -109,13 +148,14 @@ class Bf16:
 
 
 class A8W8:
-    SPEC = _aiter(a8w8.SPEC, "batched_gemm_a8w8", "BATCHED_GEMM-A8W8")
+    SPEC = _aiter(a8w8.SPEC, "batched_gemm_a8w8", "BATCHED_GEMM-A8W8", "a8w8")
     make_inputs = staticmethod(a8w8.make_inputs)
     reference = staticmethod(a8w8.reference)
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return config  # AITER's a8w8 runs the bucket as written
+        # AITER's a8w8 runs the bucket as written
+        return fit_to_kernel(config, "batched_gemm_a8w8", "_batched_gemm_a8w8_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -142,14 +182,15 @@ def _fp4_splitk(config: dict[str, Any], k: int) -> dict[str, Any]:
 
 
 class A16WFP4:
-    SPEC = _aiter(a16wfp4.SPEC, "batched_gemm_a16wfp4", "BATCHED_GEMM-A16WFP4", hooks=("supported",))
+    SPEC = _aiter(a16wfp4.SPEC, "batched_gemm_a16wfp4", "BATCHED_GEMM-A16WFP4", "fp4", hooks=("supported",))
     make_inputs = staticmethod(a16wfp4.make_inputs)
     reference = staticmethod(a16wfp4.reference)
     supported = staticmethod(_fp4_supported)
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return _fp4_splitk(config, params["K"])
+        config = _fp4_splitk(config, params["K"])
+        return fit_to_kernel(config, "batched_gemm_a16wfp4", "_batched_gemm_a16wfp4_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -161,7 +202,12 @@ class A16WFP4:
 
 class AFP4WFP4:
     SPEC = _aiter(
-        afp4wfp4.SPEC, "batched_gemm_afp4wfp4", "BATCHED_GEMM-AFP4WFP4", hooks=("supported",), bounds=AFP4WFP4_BOUNDS
+        afp4wfp4.SPEC,
+        "batched_gemm_afp4wfp4",
+        "BATCHED_GEMM-AFP4WFP4",
+        "fp4",
+        hooks=("supported",),
+        bounds=AFP4WFP4_BOUNDS,
     )
     make_inputs = staticmethod(afp4wfp4.make_inputs)
     reference = staticmethod(afp4wfp4.reference)
@@ -169,7 +215,8 @@ class AFP4WFP4:
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return _fp4_splitk(config, params["K"])  # AITER's _get_config for afp4wfp4, after its lookup
+        config = _fp4_splitk(config, params["K"])  # AITER's _get_config for afp4wfp4, after its lookup
+        return fit_to_kernel(config, "batched_gemm_afp4wfp4", "_batched_gemm_afp4_wfp4_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -185,13 +232,16 @@ class A8W8Prequant:
         prequant.SPEC,
         "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
         "BATCHED_GEMM-A8W8-A_PER_TOKEN_GROUP_PREQUANT_W_PER_BATCHED_TENSOR_QUANT",
+        "prequant",
     )
     make_inputs = staticmethod(prequant.make_inputs)
     reference = staticmethod(prequant.reference)
 
     @staticmethod
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-        return {**config, "BLOCK_SIZE_K": 128}  # the wrapper sets BLOCK_SIZE_K to its group_size (128)
+        config = {**config, "BLOCK_SIZE_K": 128}  # the wrapper sets BLOCK_SIZE_K to its group_size (128)
+        name = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"
+        return fit_to_kernel(config, name, f"_{name}_kernel")
 
     @staticmethod
     def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
@@ -200,3 +250,29 @@ class A8W8Prequant:
         i = inputs
         y = i["y"]
         return op(i["x"], i["w"], i["w_scale"], 128, i["bias"], y.dtype, YQ=y, config=dict(config))
+
+
+class Bf16OwnLookup(Bf16):
+    """Bf16 with AITER's own lookup, called in the worker, instead of harness's reading of AITER's files."""
+
+    SPEC = replace(Bf16.SPEC, config=None, hooks=("lookup_config", "finalize_config"))
+
+    @staticmethod
+    def lookup_config(params: dict[str, Any], arch: str) -> tuple[dict[str, Any], str]:
+        return own_lookup("batched_gemm_bf16", arch, params["M"], params["N"], params["K"], params["B"])
+
+    @staticmethod
+    def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        # AITER's _get_config did the split-K step already
+        return fit_to_kernel(config, "batched_gemm_bf16", "_batched_gemm_bf16_kernel")
+
+
+class A8W8OwnLookup(A8W8):
+    """A8W8 with AITER's own lookup, called in the worker, instead of harness's reading of AITER's files."""
+
+    SPEC = replace(A8W8.SPEC, config=None, hooks=("lookup_config", "finalize_config"))
+
+    @staticmethod
+    def lookup_config(params: dict[str, Any], arch: str) -> tuple[dict[str, Any], str]:
+        # AITER's a8w8 _get_config returns get_gemm_config's (config, is_tuned) as it is
+        return own_lookup("batched_gemm_a8w8", arch, params["M"], params["N"], params["K"])

@@ -265,7 +265,7 @@ def for_backend(config: dict[str, Any], backend: str, keep: tuple[str, ...] = ()
     """``config`` without the launch options ``backend`` does not accept (AMD's ``waves_per_eu``,
     ``matrix_instr_nonkdim``, ``kpack`` on NVIDIA and the CPU): the worker applies it to every kernel's config, so
     a user's kernel that passes ``**config`` to its launch need not know which backend it runs on. ``keep``: keys
-    the kernel declares as its own (AITER's kernels take ``waves_per_eu`` as a constexpr argument)."""
+    the kernel declares as its own (AITER's bf16 kernel takes ``waves_per_eu`` as a constexpr argument)."""
     accepted = (*LAUNCH_OPTIONS[backend], *keep)
     return {k: v for k, v in config.items() if k not in BACKEND_ONLY or k in accepted}
 

@@ -9,7 +9,10 @@ the same answers from the same object. A kernel file is then three functions bes
     reference(inputs) -> tensor              the same math in high precision (float64 or float32 torch)
 
 and, when ``hooks`` names it, ``supported(params) -> str | None``: why this case cannot run on this stack
-(e.g. ``tl.dot_scaled`` before Triton 3.9); the case is then ``skipped`` there, not failed.
+(e.g. ``tl.dot_scaled`` before Triton 3.9); the case is then ``skipped`` there, not failed;
+``finalize_config(params, config) -> dict``: a library's post-processing of the config looked up; and
+``lookup_config(params, arch) -> dict | (dict, str) | None``: the library's own lookup instead of a ConfigLookup
+(called in the worker, where the library imports; ``arch`` the suite's config arch or the worker's own).
 docs/writing-kernels.md walks through a complete kernel.
 """
 
@@ -39,7 +42,7 @@ TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 #: the roof a kernel's speed is judged against: a matrix-unit rate per input type, or HBM bandwidth
 PEAKS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "memory")
 #: optional functions a kernel file may define; the worker calls only those its SPEC names
-HOOKS = ("supported", "finalize_config")
+HOOKS = ("supported", "finalize_config", "lookup_config")
 
 #: every case has a seed for its random inputs (default 0); kernels need not declare it
 SEED = "seed"
@@ -246,6 +249,8 @@ class KernelSpec:
         for h in self.hooks:
             if h not in HOOKS:
                 raise SpecError(f"{self.name}: unknown hook {h!r} (known: {', '.join(HOOKS)})")
+        if "lookup_config" in self.hooks and self.config is not None:
+            raise SpecError(f"{self.name}: config=ConfigLookup(...) and the hook lookup_config: name one lookup")
         self._check_references(names)
 
     def _check_references(self, names: list[str]) -> None:

@@ -31,6 +31,19 @@ def get(env: dict[str, Any], path: tuple[str, ...]) -> str:
     return "" if cur is None else str(cur)
 
 
+def libraries(env: dict[str, Any]) -> str:
+    """The kernel libraries a run imported from checkouts, each with its commit: ``aiter fc01c4f00f`` ("" when
+    none). Two runs under one Triton on two checkouts (a PR against main) differ here only."""
+    libs = env.get("libraries")
+    if not isinstance(libs, dict):
+        return ""
+    out = []
+    for pkg, lib in sorted(libs.items()):
+        commit = lib.get("commit") if isinstance(lib, dict) else None
+        out.append(f"{pkg} {commit[:10] if commit else '(commit unknown)'}")
+    return ", ".join(out)
+
+
 def one_line(env: dict[str, Any]) -> str:
     """``golden: triton 3.6.0 (abc123), torch 2.11.0, NVIDIA H100, timing cupti``."""
     if not env:
@@ -40,6 +53,8 @@ def one_line(env: dict[str, Any]) -> str:
     if tv:
         commit = get(env, ("triton", "commit"))
         parts.append(f"triton {tv}" + (f" ({commit[:10]})" if commit else ""))
+    if libraries(env):
+        parts.append(libraries(env))
     for label, path in (
         ("torch", ("torch", "version")),
         ("", ("torch", "gpu_runtime")),
@@ -59,4 +74,6 @@ def side_by_side(golden: dict[str, Any], tot: dict[str, Any]) -> list[tuple[str,
         g, t = get(golden, path), get(tot, path)
         if g or t:
             rows.append((label, g, t))
+        if label == "triton commit" and (libraries(golden) or libraries(tot)):
+            rows.append(("libraries", libraries(golden), libraries(tot)))
     return rows

@@ -22,6 +22,7 @@ def worker_case(case: Case) -> dict[str, Any]:
         "params": p,
         "overrides": case.overrides,
         "lookup": _lookup(case, s.config) if s.config is not None else None,
+        "config_arch": case.config_arch,  # for a kernel's own lookup_config (the ConfigLookup's is in "lookup")
         "library": case.library.request() if case.library is not None else None,
         "default_config": dict(s.default_config),
         "tolerance": s.tolerance_of(p),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,9 @@ def run_sidecar(
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
         "kernel_sources": {c.name: c.kernel.source for c in cases},
         # where each kernel's configs were looked up, as which arch, and the library checkouts its code imported
-        "config_lookup": {c.name: lookup_record(c) for c in cases if c.spec.config is not None},
+        "config_lookup": {
+            c.name: lookup_record(c) for c in cases if c.spec.config is not None or "lookup_config" in c.spec.hooks
+        },
         "libraries": libraries(cases),
     }
     if opts.artifacts:
@@ -76,6 +79,8 @@ def run_sidecar(
 
 def lookup_record(case: Case) -> dict[str, Any]:
     c = case.spec.config
+    if c is None:  # the kernel's own lookup_config (a library's lookup, called in the worker)
+        return {"folders": [], "layout": "lookup_config", "config_arch": case.config_arch or None}
     return {"folders": list(search_folders(case)), "layout": c.layout, "config_arch": case.config_arch or None}
 
 
@@ -87,13 +92,38 @@ def libraries(cases: list[Case]) -> dict[str, dict[str, Any]]:
 
 
 def git_commit(path: str) -> str | None:
+    """The commit of the checkout at ``path``: git's HEAD where a git work tree tracks the folder; not where the
+    repository around it ignores it (a snapshot staged under this repository's .stage/ would otherwise read as
+    harness's own commit). Else the ``node:`` of its ``.git_archival.txt`` (setuptools-scm's file that ``git
+    archive`` fills in; lab/gpu_validation/aiter_stage.py writes one), else None."""
     import subprocess
 
+    def git(*args: str) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    head = git("rev-parse", "HEAD")
+    if head is not None and head.returncode == 0 and head.stdout.strip():
+        ignored = git("check-ignore", "-q", ".")
+        if ignored is None or ignored.returncode != 0:
+            return head.stdout.strip()
+    return archival_commit(path)
+
+
+def archival_commit(path: str) -> str | None:
+    """The commit a ``git archive`` export names in its ``.git_archival.txt`` (``node: <sha>``; None when the file
+    is absent or was never filled in: ``$Format:%H$``)."""
     try:
-        out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        text = (Path(path) / ".git_archival.txt").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "node" and re.fullmatch(r"[0-9a-f]{7,64}", value.strip()):
+            return value.strip()
+    return None
 
 
 def write_sidecar(out: Path, meta: dict[str, Any]) -> None:

@@ -29,6 +29,10 @@ def view(cases: list[Case], arch: str) -> list[CaseView]:
 
 def _one(case: Case, arch: str, configs: object) -> CaseView:
     req = worker_case(case)
+    if "lookup_config" in req["hooks"]:  # the library's own lookup runs in the worker, where the library imports
+        as_arch = f" (configs of {case.config_arch})" if case.config_arch and case.config_arch != arch else ""
+        source = f"lookup_config: the kernel's own lookup, called in the worker{as_arch}"
+        return CaseView(case.name, case.case_id, int(req["world_size"]), source, dict(case.overrides))
     try:
         cfg, source, _ = resolve_config(req, arch, configs)
     except configs.ConfigError as err:  # type: ignore[attr-defined]

@@ -31,10 +31,11 @@ def _chain(exc: BaseException) -> list[tuple[str, BaseException]]:
 
 def _where(exc: BaseException, files: tuple[str, ...], repo: str, roots: tuple[str, ...] = ()) -> str:
     """Where ``exc`` was raised: the deepest frame inside a library checkout (``roots``: the user's library, whose
-    line is what its engineer fixes), then the kernel file's own frame (:func:`_own_where`)."""
-    own = _own_where(exc, files, repo)
-    frames = traceback.extract_tb(exc.__traceback__)
+    line is what its engineer fixes), then the kernel file's own frame (:func:`_own_where`), never a frame of the
+    checkout again (one staged inside this repository, under .stage/, is inside ``repo`` too)."""
     tops = [os.path.realpath(r) + os.sep for r in roots]
+    own = _own_where(exc, files, repo, tuple(tops))
+    frames = traceback.extract_tb(exc.__traceback__)
     inside = [(f, t) for f in frames for t in tops if os.path.realpath(f.filename).startswith(t)]
     if not inside:
         return own
@@ -43,19 +44,24 @@ def _where(exc: BaseException, files: tuple[str, ...], repo: str, roots: tuple[s
     return f"{lib}; via {own}" if own else lib
 
 
-def _own_where(exc: BaseException, files: tuple[str, ...], repo: str) -> str:
+def _own_where(exc: BaseException, files: tuple[str, ...], repo: str, skip: tuple[str, ...] = ()) -> str:
     """``file:line in function`` of the last frame of ``exc`` inside ``files`` (the kernel's own file), else
-    inside ``repo`` other than this worker; "" when the failure never passed through either."""
+    inside ``repo`` other than this worker and the folders ``skip``; "" when the failure never passed through
+    either."""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{_short_path(exc.filename, repo)}:{exc.lineno}"
-    frames = traceback.extract_tb(exc.__traceback__)
+    # a frozen module's or exec'd code's pseudo-file (<frozen importlib._bootstrap>) is no file: realpath would
+    # place it in the working directory, inside the repository
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
     real = {os.path.realpath(f) for f in files}
     mine = [f for f in frames if os.path.realpath(f.filename) in real]
     if not mine and repo:
         root = os.path.realpath(repo) + os.sep
         here = os.path.realpath(__file__)
         mine = [
-            f for f in frames if os.path.realpath(f.filename).startswith(root) and os.path.realpath(f.filename) != here
+            f
+            for f in frames
+            if (p := os.path.realpath(f.filename)).startswith(root) and p != here and not p.startswith(skip)
         ]
     if not mine:
         return ""

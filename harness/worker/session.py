@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from harness.worker import facts
-from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config
+from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config, source_file
 from harness.worker.delay import delay_of, delayed
 from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
@@ -112,8 +112,7 @@ class Session:
         return {**out, "status": "ok"}
 
     def _kernel(self, case: dict[str, Any]) -> Any:
-        path = case["source"].partition(".py:")[0]
-        path = path if path.endswith(".py") else path + ".py"
+        path = source_file(case["source"])[0]
         roots = library_roots(case)
         try:
             attach(case.get("library"))
@@ -127,22 +126,51 @@ class Session:
         """The config the case runs: looked up, stripped of launch options this backend rejects (for every kernel,
         so a user's ``**config`` never hands ``waves_per_eu`` to NVIDIA's compiler), then the kernel's
         ``finalize_config`` (its library's post-processing: split-K, ``2*K``); the results record this one."""
-        try:
-            cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
-        except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
-            raise CaseFailed("skipped", f"config: {exc}") from None
+        if "lookup_config" in case.get("hooks", ()):
+            cfg, source, tuned = self._own_lookup(case, kernel)
+        else:
+            try:
+                cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
+            except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
+                raise CaseFailed("skipped", f"config: {exc}") from None
         cfg = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
         if "finalize_config" in case.get("hooks", ()):
             try:
                 cfg = dict(kernel.finalize_config(case["params"], dict(cfg)))
             except Exception as exc:  # noqa: BLE001 - the library's own post-processing failing on this case
-                path = case["source"].partition(".py:")[0]
+                path = source_file(case["source"])[0]  # the kernel file: its line, not importlib's
                 text = error_text(exc, (path,), self.repo, library_roots(case))
                 if isinstance(exc, ImportError):
                     raise CaseFailed("import_error", import_failure(exc, text)) from None
                 raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
+
+    def _own_lookup(self, case: dict[str, Any], kernel: Any) -> tuple[dict[str, Any], str, bool]:
+        """The kernel's ``lookup_config(params, arch)``: the library's own lookup, as the library calls it (``arch``
+        the case's config arch, else this worker's); its answer a config, or (config, where it came from), or None
+        for no config (skipped). The suite's overrides go on top, as on a looked-up config."""
+        mine = self.C.arch()
+        arch = case.get("config_arch") or mine
+        try:
+            got = kernel.lookup_config(case["params"], arch)
+        except Exception as exc:  # noqa: BLE001 - the library's lookup failing on this case: its line, not ours
+            text = error_text(exc, (source_file(case["source"])[0],), self.repo, library_roots(case))
+            if isinstance(exc, ImportError):
+                raise CaseFailed("import_error", import_failure(exc, text)) from None
+            raise CaseFailed("runtime_error", "lookup_config: " + text) from None
+        as_arch = f" (configs of {arch})" if arch != mine else ""
+        if got is None:
+            raise CaseFailed("skipped", f"config: the kernel's lookup_config found none{as_arch}")
+        cfg, where = got if isinstance(got, tuple) and len(got) == 2 else (got, "")
+        if not isinstance(cfg, dict) or not isinstance(where, str):
+            kind = type(got).__name__
+            raise CaseFailed("runtime_error", f"lookup_config: returned a {kind}, expected a dict or (dict, str)")
+        overrides = dict(case.get("overrides") or {})
+        source = (
+            "lookup_config" + (f": {where}" if where else "") + as_arch + (" +suite overrides" if overrides else "")
+        )
+        return {**cfg, **overrides}, source, False
 
     def _release(self) -> None:
         if self.backend != "interp":
@@ -212,7 +240,7 @@ class Session:
         try:
             samples, dispatch = self._samples(op, raw, n, idle_s, sampler, rehome, case)
         except Exception as exc:  # noqa: BLE001
-            error = "timing: " + error_text(exc, (case["source"].partition(".py:")[0],), self.repo)
+            error = "timing: " + error_text(exc, (source_file(case["source"])[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
         broken = self.ranks.broken() if self.ranks is not None else ""
         if broken:  # the samples were taken out of lockstep: no time, and the worker exits (context_lost)

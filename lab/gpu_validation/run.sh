@@ -18,6 +18,10 @@
 #     gpus                                        SUITE golden + TOT on GPU 0, then on every GPU (--gpus all)
 #     mg-aa, mg-three, ceilings, mg-sweep         multi-GPU: A/A or three-way at W = 1, 2 (FILTER, TAG,
 #                                                 RUN_ARGS), NVLink/HBM ceilings, the 1,000-point sweep
+#     aiter                                       issue 33: AITER's own batched GEMMs from a staged snapshot
+#                                                 (AITER_CHECKOUT, default .stage/aiter), three-way: RESULTS/aiter/
+#     aiter-pr                                    issue 33: two commits of AITER (a PR and its parent), one
+#                                                 Triton (AITER_PR_STAGE, default .stage/aiter-pr): RESULTS/aiter-pr/
 #
 #   TIMEOUT / DEADLINE   seconds a harness run may take / the epoch second a call ends (SIGTERM: it stops clean,
 #                        --resume goes on in the next call)
@@ -262,6 +266,90 @@ PY
           > "$R/gpus-$g-compare.txt" 2>&1 || true
         python3 lab/gpu_validation/phases.py "$R/gpus-$g-golden.csv" "$R/gpus-$g-tot.csv" | tee "$R/gpus-$g-phases.txt"
       done
+      ;;
+    aiter)  # issue 33's GPU proof: AITER's real batched GEMMs through examples/aiter's adapter, from the snapshot
+      # that lab/gpu_validation/aiter_stage.py staged (AITER_CHECKOUT, default .stage/aiter: carry it), configs
+      # from AITER's own gfx950 files (AITER ships no sm90 ones). Golden, TOT and golden again, reps
+      # interleaved; compare, A/A, explain, report, aiter_stats.py: RESULTS/aiter/ (summary.md).
+      # AITER_KERNELS (default bf16 a8w8): the MXFP4 ops assert gfx950/gfx1250 in AITER's wrappers (skipped on
+      # an H100); prequant is left out until its fp8 path is checked. AITER_FILTER (default M in 16, 64,
+      # 128, 256, 1024, 2048: 36 of the 48 cases, every config and bucket but a8w8's M_LEQ_512, whose config
+      # M = 1024 runs; AITER_FILTER=. for all 48): about 36 cases x 3 stacks x 3 reps x 0.25 s + compile.
+      # AITER_SUITE: another suite of the adapter (examples/aiter/cpu.yaml: a dry run on the CPU interpreter)
+      A="$R/aiter"; mkdir -p "$A"
+      AITER_CHECKOUT=${AITER_CHECKOUT:-.stage/aiter}
+      [[ $AITER_CHECKOUT == /* ]] || AITER_CHECKOUT=$PWD/$AITER_CHECKOUT  # the suite reads it relative to itself
+      export AITER_CHECKOUT
+      if [ ! -d "$AITER_CHECKOUT/aiter/ops/triton" ]; then
+        echo "aiter: no AITER snapshot in $AITER_CHECKOUT (python3 lab/gpu_validation/aiter_stage.py; carry .stage/aiter)" >&2
+        exit 2
+      fi
+      kernels=()
+      for k in ${AITER_KERNELS:-bf16 a8w8}; do kernels+=(--kernel "aiter_batched_gemm_${k#aiter_batched_gemm_}"); done
+      stamp "aiter three-way start: $(cat "$AITER_CHECKOUT/.git_archival.txt" 2>/dev/null | head -1)"
+      hrun --env envs/golden.yaml --out "$A/golden.csv" --with-env envs/tot.yaml --with-out "$A/tot.csv" \
+        --with-env envs/golden.yaml --with-out "$A/golden-aa.csv" --suite "${AITER_SUITE:-examples/aiter/batched_gemm.yaml}" \
+        "${kernels[@]}" --filter "${AITER_FILTER:-_M(16|64|128|256|1024|2048)_}" --compile-jobs 8 --resume \
+        --artifacts 2>&1 | tail -6
+      stamp "aiter three-way end"
+      if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge $((DEADLINE - 5)) ]; then
+        # cut: what was measured is kept for pack_out; the same step in the next call resumes, then compares
+        echo "aiter: cut at DEADLINE; run the step again to finish and compare"
+      else
+        h compare "$A/golden.csv" "$A/tot.csv" --out "$A/compare.csv" --markdown "$A/compare.md" --worst 15 \
+          > "$A/compare.txt" 2>&1 || true
+        h compare "$A/golden.csv" "$A/golden-aa.csv" --out "$A/compare-aa.csv" --markdown "$A/compare-aa.md" \
+          > "$A/compare-aa.txt" 2>&1 || true
+        h explain "$A/compare.csv" --out "$A/explain" --limit 10 > "$A/explain.txt" 2>&1 || true
+        h report --compare "$A/compare.csv" --out "$A/report" > "$A/report.txt" 2>&1 || true
+        for s in golden tot; do  # the compiled kernels, for explain elsewhere (results.tgz leaves them out)
+          if [ -d "$A/$s.artifacts" ]; then tar cJf "$A/artifacts-$s.txz" -C "$A" "$s.artifacts"; fi
+        done
+        stamp "aiter compared"
+        python3 lab/gpu_validation/aiter_stats.py "$A" || true
+      fi
+      ;;
+    aiter-pr)  # issue 33 item 7: two commits of AITER under one Triton (golden), as AITER's CI compares a PR against
+               # main. Staged by `aiter_stage.py --pr REV --out .stage/aiter-pr` (AITER_PR_STAGE; carry it): main/ is
+               # REV's parent, pr/ is REV (default fc01c4f00f, AITER #4075 "Fix int32 overflow in batched _gemm_bf16":
+               # int64 tile offsets in the bf16 kernel). main, the PR and main again run one after the other (a suite
+               # names one checkout, so they cannot interleave; main again is the A/A), bf16 only
+               # (AITER_PR_KERNELS), AITER_FILTER as in `aiter` (18 cases); compare, A/A, explain (the PR's assembly
+               # beside main's), report, aiter_stats.py: RESULTS/aiter-pr/
+      P="$R/aiter-pr"; mkdir -p "$P"
+      S=${AITER_PR_STAGE:-.stage/aiter-pr}
+      [[ $S == /* ]] || S=$PWD/$S
+      for v in main pr; do
+        if [ ! -d "$S/$v/aiter/ops/triton" ]; then
+          echo "aiter-pr: no AITER snapshot in $S/$v (python3 lab/gpu_validation/aiter_stage.py --pr REV --out .stage/aiter-pr)" >&2
+          exit 2
+        fi
+      done
+      kernels=()
+      for k in ${AITER_PR_KERNELS:-bf16}; do kernels+=(--kernel "aiter_batched_gemm_${k#aiter_batched_gemm_}"); done
+      for run in main pr main-again; do
+        stamp "aiter-pr $run start: $(head -1 "$S/${run%-again}/.git_archival.txt" 2>/dev/null)"
+        AITER_CHECKOUT=$S/${run%-again} hrun --env envs/golden.yaml --out "$P/$run.csv" \
+          --suite "${AITER_SUITE:-examples/aiter/batched_gemm.yaml}" "${kernels[@]}" \
+          --filter "${AITER_FILTER:-_M(16|64|128|256|1024|2048)_}" --compile-jobs 8 --resume --artifacts 2>&1 | tail -3
+      done
+      stamp "aiter-pr runs end"
+      if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge $((DEADLINE - 5)) ]; then
+        echo "aiter-pr: cut at DEADLINE; run the step again to finish and compare"
+      else
+        h compare "$P/main.csv" "$P/pr.csv" --out "$P/compare.csv" --markdown "$P/compare.md" --worst 15 \
+          > "$P/compare.txt" 2>&1 || true
+        h compare "$P/main.csv" "$P/main-again.csv" --out "$P/compare-aa.csv" --markdown "$P/compare-aa.md" \
+          > "$P/compare-aa.txt" 2>&1 || true
+        # the assembly of the PR beside main's, for the cases of the largest change, flagged or not
+        h explain "$P/compare.csv" --out "$P/explain" --case . --limit 6 > "$P/explain.txt" 2>&1 || true
+        h report --compare "$P/compare.csv" --out "$P/report" > "$P/report.txt" 2>&1 || true
+        for s in main pr; do
+          if [ -d "$P/$s.artifacts" ]; then tar cJf "$P/artifacts-$s.txz" -C "$P" "$s.artifacts"; fi
+        done
+        stamp "aiter-pr compared"
+        python3 lab/gpu_validation/aiter_stats.py "$P" --stacks main,pr,main-again || true
+      fi
       ;;
     all) "$0" correctness suite aa fidelity ;;
     *) LAB_NESTED=1 bash lab/gpu_validation/experiments.sh "$step" ;;  # a one-off experiment, or unknown there

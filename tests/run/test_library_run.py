@@ -110,3 +110,30 @@ def test_a_resume_under_another_config_arch_is_refused():
 
     with pytest.raises(HarnessError, match=r"--resume with --config-arch gfx942 but the file was measured with gfx950"):
         resume_conflict({"config_arch": "gfx950"}, {"config_arch": "gfx942"}, "out.csv")
+
+
+def test_the_librarys_own_lookup_in_the_worker_runs_the_config_harness_resolves(checkouts, monkeypatch):
+    """Bf16OwnLookup: the library's own _get_config, called in the worker with its arch question answered as the
+    suite's config arch, instead of harness's reading of its files; the same config runs, the source says whose."""
+    root, main, _ = checkouts
+    suite = _suite(root)
+    own = root / "own.yaml"
+    own.write_text(suite.read_text().replace(":Bf16\n", ":Bf16OwnLookup\n"))
+    r = _run(own, main, root / "own.csv")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    df = load_results(root / "own.csv").set_index("case_id")
+    row = df.loc["B2_M16_N64_K128_fp16"]
+    assert row["status"] == "ok", row["error"]
+    assert row["config_source"] == "lookup_config: AITER's batched_gemm_bf16._get_config (tuned) (configs of gfx950)"
+    ran = json.loads(row["config"])
+    assert ran["SPLITK_BLOCK_SIZE"] == 128 and ran["waves_per_eu"] == 2 and "matrix_instr_nonkdim" not in ran
+    # harness's reading of the same files picks the same bucket (before the split-K step and the backend's cut)
+    from harness.inputs.suite import load_suite
+    from harness.run.suiteview import view
+
+    monkeypatch.setenv("FAKE_AITER", str(main))
+    (mine,) = [v for v in view(load_suite(suite), "interp") if v.case_id == "B2_M16_N64_K128_fp16"]
+    assert mine.source.startswith("gemm/gfx950-BATCHED_GEMM-A16W16-N=64-K=128.json:M_LEQ_16")
+    assert {k: v for k, v in mine.config.items() if k != "matrix_instr_nonkdim"}.items() <= ran.items()
+    side = json.loads(sidecar_path(root / "own.csv").read_text())
+    assert side["config_lookup"]["aiter_batched_gemm_bf16"]["layout"] == "lookup_config"

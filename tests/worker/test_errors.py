@@ -91,3 +91,44 @@ def test_a_huge_message_keeps_the_summary_within_the_drivers_limit():
     except ValueError as err:
         text = error_text(err)
     assert len(text) <= ERROR_CHARS and text.startswith("ValueError: xxx") and "second line" in text
+
+
+def test_a_checkout_inside_the_repository_is_named_once_not_again_as_the_repositorys_frame(tmp_path):
+    """A library staged inside the repository (.stage/aiter): an error raised in it names its line once, relative
+    to the checkout, and no 'via' the same frame under the repository's path; the adapter's frame is the 'via'."""
+    import importlib.util
+
+    repo = tmp_path / "repo"
+    lib = repo / ".stage" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "mod.py").write_text("def f():\n    raise ValueError('deep')\n")
+    (repo / "adapter.py").write_text("import mod\n\n\ndef launch():\n    mod.f()\n")
+    import sys
+
+    sys.path[:0] = [str(lib), str(repo)]
+    try:
+        spec = importlib.util.spec_from_file_location("adapter_t", repo / "adapter.py")
+        adapter = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(adapter)
+        with pytest.raises(ValueError) as err:
+            adapter.launch()
+    finally:
+        del sys.path[:2]
+        sys.modules.pop("mod", None)
+    first = error_text(err.value, (), str(repo), (str(lib),)).splitlines()[0]
+    assert first == "ValueError: deep (mod.py:2 in f; via adapter.py:5 in launch)"
+    # the adapter not on the way: the checkout's line alone
+    alone = error_text(err.value.with_traceback(err.value.__traceback__.tb_next.tb_next), (), str(repo), (str(lib),))
+    assert alone.splitlines()[0] == "ValueError: deep (mod.py:2 in f)"
+
+
+def test_importlibs_frozen_frames_are_never_the_repositorys_line(tmp_path, monkeypatch):
+    """A frozen module's pseudo-file (<frozen importlib._bootstrap>) would resolve into the working directory, so
+    inside the repository: an import that fails in importlib names no such line."""
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModuleNotFoundError) as err:
+        importlib.import_module("no_such_module_anywhere")
+    first = error_text(err.value, (), str(tmp_path)).splitlines()[0]
+    assert "<frozen" not in first and first.startswith("ModuleNotFoundError: No module named 'no_such_module_anywhere'")

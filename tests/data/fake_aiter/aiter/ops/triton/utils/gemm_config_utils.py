@@ -24,8 +24,13 @@ def _default_dir(config_name, arch):
     return os.path.join(CONFIGS, "gemm"), arch + "-", arch + "-" + config_name
 
 
-def get_gemm_config(config_name, M, N=None, K=None, bounds=None, B=None, arch="gfx950"):
-    """(config, is_tuned, file relative to the configs folder, bucket)."""
+def get_gemm_config(config_name, M, N=None, K=None, bounds=None, B=None, arch=None):
+    """(config, is_tuned, file relative to the configs folder, bucket); ``arch`` by default the library's own arch
+    query's answer, as AITER's lookup asks it."""
+    if arch is None:
+        from aiter.ops.triton.utils._triton import arch_info
+
+        arch = arch_info.get_arch()
     folder, prefix, default = _default_dir(config_name, arch)
     path = os.path.join(folder, default + ".json")
     data, tuned = _load(path), False
