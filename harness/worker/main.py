@@ -17,6 +17,8 @@ Requests:
    "shuffle": true, "move_inputs": true}                shuffle: a random-sized allocation before every launch;
                                                         move_inputs: the inputs copied to a random place too;
                                                         with NVML the answer carries "telemetry"
+  {"op": "forget"}                                   -> drop every prepared case: a worker kept for the driver's
+                                                        next run starts it holding what a fresh one holds
   {"op": "modules"}                                  -> the top-level modules imported so far (the import test)
   {"op": "quit"}
 A case that fails answers {"status": <import_error|compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
@@ -55,6 +57,8 @@ def _answer(session: Any, req: dict[str, Any]) -> dict[str, Any]:
     if op == "time":
         shuffle, move = bool(req.get("shuffle", False)), bool(req.get("move_inputs", False))
         return session.time(req["case"], int(req.get("n", 20)), req.get("gap"), shuffle, move)
+    if op == "forget":
+        return session.forget()
     if op == "modules":  # what this process imported: the boundary test (tests/worker/test_imports.py)
         return {"status": "ok", "modules": sorted(sys.modules)}
     return {"status": "runtime_error", "error": f"unknown op {op!r}"}

@@ -144,6 +144,13 @@ class Session:
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
 
+    def forget(self) -> dict[str, Any]:
+        """Drop every prepared case and give its GPU memory back (the driver keeps this worker for another run)."""
+        dropped = len(self.prepared)
+        self.prepared.clear()
+        self._release()
+        return {"status": "ok", "dropped": dropped}
+
     def _release(self) -> None:
         if self.backend != "interp":
             self.torch.cuda.empty_cache()

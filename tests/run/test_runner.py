@@ -202,6 +202,50 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
 
 
+def test_a_pool_keeps_one_worker_for_the_runs_of_one_env(tmp_path, monkeypatch):
+    """A caller's WorkerPool (a retune's batches): its runs of one env share one worker process, which forgets each
+    run's prepared cases when it goes back; a run that asks for fresh process rounds takes none from it; closing
+    the pool ends the kept worker."""
+    from dataclasses import replace
+
+    from harness.envs.spec import load_env_spec
+    from harness.inputs.suite import load_suite
+    from harness.run.options import RunOptions
+    from harness.run.runner import run_suite
+    from harness.run.workers import WorkerPool, WorkerProc
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n"
+    )
+    asked: list[tuple[str, WorkerProc, dict]] = []
+    real = WorkerProc.request
+
+    def spy(self, obj, timeout):
+        ans = real(self, obj, timeout)
+        asked.append((obj["op"], self, ans))
+        return ans
+
+    monkeypatch.setattr(WorkerProc, "request", spy)
+    spec, cases = load_env_spec(str(DATA / "cpu-env.yaml")), load_suite(suite)
+    opts = RunOptions(reps=1, launches=1, timing="wallclock", log_dir=tmp_path / "logs")
+    timed = lambda counts: sum(counts.get(k, 0) for k in ("ok", "unstable"))  # noqa: E731
+    with WorkerPool() as pool:
+        for name in ("a", "b"):
+            assert timed(run_suite(spec, cases, tmp_path / f"{name}.csv", opts, workers=pool)) == 1
+        # one rep: its one round in a fresh process, not the pool's (later rounds: a new one each, as tested above)
+        fresh = replace(opts, fresh_process_rounds=True, log_dir=tmp_path / "fresh")
+        assert timed(run_suite(spec, cases, tmp_path / "c.csv", fresh, workers=pool)) == 1
+        kept = {w for op, w, _ in asked if op == "forget"}
+        assert len(kept) == 1 and all(w.alive() for w in kept)
+    assert len(list((tmp_path / "logs").glob("worker-*.log"))) == 1, "runs a and b: one worker"
+    assert [ans["dropped"] for op, _, ans in asked if op == "forget"] == [1, 1], "each run's case, forgotten"
+    assert not {w for op, w, _ in asked if op == "time" and w.log_path.parent.name == "fresh"} & kept
+    assert not any(w.alive() for w in kept), "the pool's close ended it"
+
+
 def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
     """--resume measures with the options OUT was measured with: a changed command-line option is refused
     before a worker starts, a changed stack (here a knob of the env) once the worker reports it."""
