@@ -183,7 +183,7 @@ class Retune:
 
     def _open_measurer(self, tinfo: dict[str, Any]) -> None:
         run = self.opts.run
-        if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
+        if run.timing is None:  # resolved once, from TOT's hello: every run of the retune starts its workers so
             run = replace(run, timing=resolve_timing(self.tot.spec.timing, tinfo))
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}

@@ -77,6 +77,19 @@ class SuiteRun:
             self.trace_dirs.append(w.trace_dir)
         return w
 
+    def _retimed(self, w: WorkerProc) -> WorkerProc:
+        """The worker that times by ``self.timing`` (resolved from ``auto`` by ``w``'s hello): ``w`` itself, told
+        so (a second start would cost torch's and Triton's imports, and a GPU context, again), else a new one."""
+        try:
+            told = self.timing != "rocprofv3" and w.request({"op": "timing", "timing": self.timing}, 60)
+        except (WorkerDied, WorkerTimeout):
+            told = None
+        if told and told.get("status") == "ok":
+            w.timing, self.info = self.timing, {**self.info, "timing": self.timing}
+            return w
+        w.close()
+        return self._start()
+
     def _executor(self, world: int) -> WorkerProc | WorkerGroup:
         if world > 1:
             g = self.groups.get(world)
@@ -125,8 +138,7 @@ class SuiteRun:
         self.worker = self._start()
         self.timing = resolve_timing(self.timing, self.info)
         if self.timing != self.worker.timing:
-            self.worker.close()
-            self.worker = self._start()
+            self.worker = self._retimed(self.worker)
         # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
         self.launches = self.opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(self.timing, 0)
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)

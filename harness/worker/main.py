@@ -19,6 +19,9 @@ Requests:
                                                         with NVML the answer carries "telemetry"
   {"op": "forget"}                                   -> drop every prepared case: a worker kept for the driver's
                                                         next run starts it holding what a fresh one holds
+  {"op": "timing", "timing": "cupti"}                -> time by this backend from now on (the driver resolved
+                                                        --timing auto from the hello; not rocprofv3, which wraps
+                                                        the process from its start)
   {"op": "modules"}                                  -> the top-level modules imported so far (the import test)
   {"op": "quit"}
 A case that fails answers {"status": <import_error|compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
@@ -59,6 +62,8 @@ def _answer(session: Any, req: dict[str, Any]) -> dict[str, Any]:
         return session.time(req["case"], int(req.get("n", 20)), req.get("gap"), shuffle, move)
     if op == "forget":
         return session.forget()
+    if op == "timing":
+        return session.set_timing(str(req.get("timing")))
     if op == "modules":  # what this process imported: the boundary test (tests/worker/test_imports.py)
         return {"status": "ok", "modules": sorted(sys.modules)}
     return {"status": "runtime_error", "error": f"unknown op {op!r}"}

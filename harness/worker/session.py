@@ -21,6 +21,9 @@ from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
 
+#: the timings a running worker can switch to (rocprofv3 traces the process from its start: a new one is started)
+SWITCHABLE = ("cupti", "events", "wallclock")
+
 
 class Session:
     def __init__(self, repo: str, timing: str, mem_budget: float):
@@ -143,6 +146,14 @@ class Session:
                 raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
+
+    def set_timing(self, timing: str) -> dict[str, Any]:
+        """Time by ``timing`` from now on: nothing is set up for a timer before its first rep, so a worker started
+        with ``auto`` serves the timing the driver resolved from its hello as one started with it would."""
+        if timing not in SWITCHABLE:
+            return {"status": "runtime_error", "error": f"timing {timing!r}: expected one of {', '.join(SWITCHABLE)}"}
+        self.timing = timing
+        return {"status": "ok"}
 
     def forget(self) -> dict[str, Any]:
         """Drop every prepared case and give its GPU memory back (the driver keeps this worker for another run)."""
