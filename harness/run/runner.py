@@ -80,12 +80,8 @@ class SuiteRun:
     def _retimed(self, w: WorkerProc) -> WorkerProc:
         """The worker that times by ``self.timing`` (resolved from ``auto`` by ``w``'s hello): ``w`` itself, told
         so (a second start would cost torch's and Triton's imports, and a GPU context, again), else a new one."""
-        try:
-            told = self.timing != "rocprofv3" and w.request({"op": "timing", "timing": self.timing}, 60)
-        except (WorkerDied, WorkerTimeout):
-            told = None
-        if told and told.get("status") == "ok":
-            w.timing, self.info = self.timing, {**self.info, "timing": self.timing}
+        if self.timing != "rocprofv3" and w.configure(timing=self.timing):
+            self.info = {**self.info, "timing": self.timing}
             return w
         w.close()
         return self._start()

@@ -42,16 +42,17 @@ class WorkerProc:
         extra_env: dict[str, str] | None = None,
         tag: str = "",
     ):
-        self.spec, self.timing = spec, timing
+        self.spec, self.timing, self.mem_budget = spec, timing, mem_budget
         self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
         rfd, wfd = os.pipe()
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"worker-{spec.name}{tag}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
-        args, env = _command(spec, timing, mem_budget, extra_env)
-        #: what makes two workers interchangeable: the same command line and environment (a WorkerPool's key)
+        args, env = _command(spec, timing, extra_env)
+        #: what makes two workers interchangeable: the same command line and environment (a WorkerPool's key); the
+        #: memory budget is not in it: a kept worker is told another one (configure)
         self.key = _key(args, env, wrap)
-        cmd = [*args, "--result-fd", str(wfd)]
+        cmd = [*args, "--mem-budget", f"{mem_budget:g}", "--result-fd", str(wfd)]
         Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         try:
             self.proc = subprocess.Popen(
@@ -70,6 +71,17 @@ class WorkerProc:
         os.close(wfd)
         self._r = os.fdopen(rfd, "rb")
         self._buf = b""
+
+    def configure(self, **changes: Any) -> bool:
+        """Tell the worker another ``timing`` and/or ``mem_budget`` (its op ``set``): whether it took them."""
+        try:
+            ok = self.request({"op": "set", **changes}, timeout=60).get("status") == "ok"
+        except (WorkerDied, WorkerTimeout):
+            return False
+        if ok:
+            for name, value in changes.items():
+                setattr(self, name, value)
+        return ok
 
     def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
         self.send(obj)
@@ -143,11 +155,9 @@ class WorkerProc:
 _WORKER_IDS = itertools.count()
 
 
-def _command(
-    spec: EnvSpec, timing: str, mem_budget: float, extra_env: dict[str, str] | None
-) -> tuple[list[str], dict[str, str]]:
-    """The worker's command line (less its result pipe, a new one each start) and environment."""
-    args = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--timing", timing, "--mem-budget", f"{mem_budget:g}"]
+def _command(spec: EnvSpec, timing: str, extra_env: dict[str, str] | None) -> tuple[list[str], dict[str, str]]:
+    """The worker's command line (less its memory budget and result pipe) and environment."""
+    args = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--timing", timing]
     return args, {**spec.environ(), **(extra_env or {})}
 
 
@@ -157,7 +167,7 @@ def _key(args: list[str], env: dict[str, str], wrap: list[str] | None) -> tuple:
 
 class WorkerPool:
     """Workers kept between the runs of one caller, at most one idle worker per command line and environment: a
-    run takes a matching one instead of starting a process (torch and Triton imported again: ~1.7 s of CPU, more
+    run takes a matching one (told the run's memory budget) instead of starting a process (torch and Triton imported again: ~1.7 s of CPU, more
     than a retune's small batch measures) and gives it back when it ends cleanly. A worker given back forgets the
     cases it had prepared, so the next run starts it holding what a fresh worker holds: its CUDA context only.
     Its log stays the first run's. ``close`` (or the end of a ``with``) ends every idle worker."""
@@ -211,10 +221,12 @@ def start_worker(
 ) -> tuple[WorkerProc, dict[str, Any]]:
     """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start.
     With ``pool``: an idle worker of the same command and environment from it, if it has one."""
-    if pool is not None:
-        kept = pool.take(_key(*_command(spec, timing, mem_budget, extra_env), wrap))
-        if kept is not None:
+    kept = pool.take(_key(*_command(spec, timing, extra_env), wrap)) if pool is not None else None
+    if kept is not None:
+        w, info = kept
+        if w.mem_budget == mem_budget or w.configure(mem_budget=mem_budget):
             return kept
+        w.close()
     w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
     try:
         hello = w.request({"op": "hello"}, timeout=300)

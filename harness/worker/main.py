@@ -19,9 +19,11 @@ Requests:
                                                         with NVML the answer carries "telemetry"
   {"op": "forget"}                                   -> drop every prepared case: a worker kept for the driver's
                                                         next run starts it holding what a fresh one holds
-  {"op": "timing", "timing": "cupti"}                -> time by this backend from now on (the driver resolved
-                                                        --timing auto from the hello; not rocprofv3, which wraps
-                                                        the process from its start)
+  {"op": "set", "timing": "cupti",                   -> from now on, time by this backend (the driver resolved
+   "mem_budget": 0.15}                                  --timing auto from the hello; not rocprofv3, which wraps
+                                                        the process from its start) and keep prepared cases
+                                                        within this fraction of GPU memory (a kept worker's next
+                                                        run may be an interleaved one, which shares the GPU)
   {"op": "modules"}                                  -> the top-level modules imported so far (the import test)
   {"op": "quit"}
 A case that fails answers {"status": <import_error|compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
@@ -62,8 +64,8 @@ def _answer(session: Any, req: dict[str, Any]) -> dict[str, Any]:
         return session.time(req["case"], int(req.get("n", 20)), req.get("gap"), shuffle, move)
     if op == "forget":
         return session.forget()
-    if op == "timing":
-        return session.set_timing(str(req.get("timing")))
+    if op == "set":
+        return session.configure(req.get("timing"), req.get("mem_budget"))
     if op == "modules":  # what this process imported: the boundary test (tests/worker/test_imports.py)
         return {"status": "ok", "modules": sorted(sys.modules)}
     return {"status": "runtime_error", "error": f"unknown op {op!r}"}

@@ -147,12 +147,16 @@ class Session:
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
 
-    def set_timing(self, timing: str) -> dict[str, Any]:
-        """Time by ``timing`` from now on: nothing is set up for a timer before its first rep, so a worker started
-        with ``auto`` serves the timing the driver resolved from its hello as one started with it would."""
-        if timing not in SWITCHABLE:
+    def configure(self, timing: str | None = None, mem_budget: float | None = None) -> dict[str, Any]:
+        """Time by ``timing`` and keep prepared cases within ``mem_budget`` from now on (None: as before). Nothing is
+        set up for a timer before its first rep, and the budget is read at each prepare, so a worker told so
+        serves as one started with them would."""
+        if timing is not None and timing not in SWITCHABLE:
             return {"status": "runtime_error", "error": f"timing {timing!r}: expected one of {', '.join(SWITCHABLE)}"}
-        self.timing = timing
+        if mem_budget is not None and not (isinstance(mem_budget, (int, float)) and 0 <= mem_budget <= 1):
+            return {"status": "runtime_error", "error": f"mem_budget {mem_budget!r}: expected a fraction from 0 to 1"}
+        self.timing = self.timing if timing is None else timing
+        self.mem_budget = self.mem_budget if mem_budget is None else float(mem_budget)
         return {"status": "ok"}
 
     def forget(self) -> dict[str, Any]:

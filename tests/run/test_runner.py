@@ -206,9 +206,9 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
 
 
 def test_a_pool_keeps_one_worker_for_the_runs_of_one_env(tmp_path, monkeypatch):
-    """A caller's WorkerPool (a retune's batches): its runs of one env share one worker process, which forgets each
-    run's prepared cases when it goes back; a run that asks for fresh process rounds takes none from it; closing
-    the pool ends the kept worker."""
+    """A caller's WorkerPool (a retune's batches): its runs of one env share one worker process (told each run's
+    memory budget), which forgets each run's prepared cases when it goes back; a run that asks for fresh process
+    rounds takes none from it; closing the pool ends the kept worker."""
     from dataclasses import replace
 
     from harness.envs.spec import load_env_spec
@@ -236,13 +236,14 @@ def test_a_pool_keeps_one_worker_for_the_runs_of_one_env(tmp_path, monkeypatch):
     opts = RunOptions(reps=1, launches=1, timing="wallclock", log_dir=tmp_path / "logs")
     timed = lambda counts: sum(counts.get(k, 0) for k in ("ok", "unstable"))  # noqa: E731
     with WorkerPool() as pool:
-        for name in ("a", "b"):
-            assert timed(run_suite(spec, cases, tmp_path / f"{name}.csv", opts, workers=pool)) == 1
+        for name, budget in (("a", 0.6), ("b", 0.3)):
+            run = replace(opts, mem_budget=budget)
+            assert timed(run_suite(spec, cases, tmp_path / f"{name}.csv", run, workers=pool)) == 1
         # one rep: its one round in a fresh process, not the pool's (later rounds: a new one each, as tested above)
         fresh = replace(opts, fresh_process_rounds=True, log_dir=tmp_path / "fresh")
         assert timed(run_suite(spec, cases, tmp_path / "c.csv", fresh, workers=pool)) == 1
         kept = {w for op, w, _ in asked if op == "forget"}
-        assert len(kept) == 1 and all(w.alive() for w in kept)
+        assert len(kept) == 1 and all(w.alive() and w.mem_budget == 0.3 for w in kept)
     assert len(list((tmp_path / "logs").glob("worker-*.log"))) == 1, "runs a and b: one worker"
     assert [ans["dropped"] for op, _, ans in asked if op == "forget"] == [1, 1], "each run's case, forgotten"
     assert not {w for op, w, _ in asked if op == "time" and w.log_path.parent.name == "fresh"} & kept

@@ -1,5 +1,6 @@
 """The requests by which the driver keeps one worker process instead of starting another: a timing resolved after
-the hello, and the prepared cases forgotten between two runs. Driven in process (Triton's CPU interpreter)."""
+the hello or another run's memory budget, and the prepared cases forgotten between two runs. Driven in process
+(Triton's CPU interpreter)."""
 
 from __future__ import annotations
 
@@ -36,11 +37,13 @@ def ask(w: Session, *requests: dict) -> list[dict]:
 
 
 def test_a_worker_started_with_auto_times_by_the_timing_it_is_told(w):
-    assert w.hello()["timing"] == "auto"
-    told, bad = ask(w, {"op": "timing", "timing": "wallclock"}, {"op": "timing", "timing": "rocprofv3"})
-    assert told == {"status": "ok"} and w.timing == "wallclock"
-    assert bad["status"] == "runtime_error" and "expected one of cupti, events, wallclock" in bad["error"]
-    assert w.timing == "wallclock", "a refused switch changes nothing"
+    assert w.hello()["timing"] == "auto" and w.mem_budget == 0.5
+    told, budget = ask(w, {"op": "set", "timing": "wallclock"}, {"op": "set", "mem_budget": 0.125})
+    assert told == budget == {"status": "ok"} and (w.timing, w.mem_budget) == ("wallclock", 0.125)
+    bad = ask(w, {"op": "set", "timing": "rocprofv3"}, {"op": "set", "timing": "cupti", "mem_budget": 2})
+    assert [a["status"] for a in bad] == ["runtime_error"] * 2
+    assert "expected one of cupti, events, wallclock" in bad[0]["error"] and "from 0 to 1" in bad[1]["error"]
+    assert (w.timing, w.mem_budget) == ("wallclock", 0.125), "a refused setting changes nothing"
     prep, rep = ask(w, {"op": "prepare", "case": case(16)}, {"op": "time", "case": case(16), "n": 1})
     assert prep["status"] == "ok" and rep["status"] == "ok" and rep["n"] == 1 and rep["time_us"] > 0
 
