@@ -52,8 +52,7 @@ class Driver:
             if len(runs) == 1:
                 spec, out = runs[0]
                 progress = (lambda label, done, total: bars(0, label, done, total)) if bars else None
-                run = run_suite(spec, cases, out, opts, progress, suite_name=suite, locked=lock, workers=self.workers)
-                return [run]
+                return [run_suite(spec, cases, out, opts, progress, suite, lock, self.workers)]
             return run_interleaved(
                 runs, cases, opts, progress=bars, suite_name=suite, locked=lock, warn=self.warn, workers=self.workers
             )

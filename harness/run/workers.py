@@ -167,10 +167,11 @@ def _key(args: list[str], env: dict[str, str], wrap: list[str] | None) -> tuple:
 
 class WorkerPool:
     """Workers kept between the runs of one caller, at most one idle worker per command line and environment: a
-    run takes a matching one (told the run's memory budget) instead of starting a process (torch and Triton imported again: ~1.7 s of CPU, more
-    than a retune's small batch measures) and gives it back when it ends cleanly. A worker given back forgets the
-    cases it had prepared, so the next run starts it holding what a fresh worker holds: its CUDA context only.
-    Its log stays the first run's. ``close`` (or the end of a ``with``) ends every idle worker."""
+    run takes a matching one (told the run's memory budget) instead of starting a process (torch and Triton
+    imported again: ~1.7 s of CPU, more than a retune's small batch measures) and gives it back when it ends
+    cleanly. A worker given back forgets the cases it had prepared, so the next run starts it holding what a fresh
+    worker holds: its CUDA context only. Its log stays the first run's. ``close`` (or the end of a ``with``) ends
+    every idle worker."""
 
     def __init__(self) -> None:
         self._idle: dict[tuple, tuple[WorkerProc, dict[str, Any]]] = {}
