@@ -24,6 +24,18 @@ DURATIONS = Path(__file__).resolve().parent / "durations.json"
 HEADER = "kernel,case_id,B,M,N,K,dtype,time_us,status,config,error\n"
 
 
+def cli(capsys, *args: object) -> tuple[int, str, str]:
+    """``harness ARGS`` in this process, through the CLI's own ``main``: (exit code, stdout, stderr). For a command
+    that needs no process of its own (a refusal, a comparison): a ``python -m harness`` subprocess first spends
+    ~1.5 s of CPU importing harness, typer and pandas."""
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return ex.value.code, out, err
+
+
 @pytest.fixture
 def write(tmp_path):
     """write(name, text_or_bytes) -> path"""

@@ -171,7 +171,9 @@ def test_the_sharded_workflows_steps_run_as_written(tmp_path):
            "TIMES": "", "HARNESS_GOLDEN_PYTHON": str(VENVS["golden"]), "HARNESS_TOT_PYTHON": str(VENVS["tot"]),
            "HARNESS_TOT_TRITON": str(overlay)}  # fmt: skip
     work = tmp_path / "checkout"
-    top = {".git", ".tools", "reports", "results", "parts"}  # the checkout a runner gets, without this one's outputs
+    # the checkout a runner gets, without this one's outputs and installs (the venvs, 1.6 GB, are used from ROOT;
+    # .stage and .whl: release bundles and wheels of `harness env pack`)
+    top = {".git", ".tools", ".venvs", ".stage", ".whl", "reports", "results", "parts"}
     shutil.copytree(ROOT, work, symlinks=True, ignore=lambda d, names: [n for n in names if "cache" in n or (
         Path(d) == ROOT and n in top)])  # fmt: skip
     run = _step(wf["jobs"]["shard"], "Golden and TOT of this shard")

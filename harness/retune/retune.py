@@ -43,6 +43,7 @@ from harness.run.locks import lock_output
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
 from harness.run.runner import resolve_timing
+from harness.run.workers import WorkerPool
 
 #: the share of the budget the search may spend; the golden check and the guard get the rest
 SEARCH_SHARE = 0.6
@@ -182,7 +183,7 @@ class Retune:
 
     def _open_measurer(self, tinfo: dict[str, Any]) -> None:
         run = self.opts.run
-        if run.timing is None:  # resolved once here: a run given 'auto' starts its worker twice to find out
+        if run.timing is None:  # resolved once, from TOT's hello: every run of the retune starts its workers so
             run = replace(run, timing=resolve_timing(self.tot.spec.timing, tinfo))
         method = f"; reps {run.reps}, launches {run.launches or 'auto'}"
         stacks = {s.label: Stack(s.label, s.spec, s.triton, s.ident + method, s.gpu) for s in (self.tot, self.golden)}
@@ -764,8 +765,9 @@ def retune(opts: Options, log: Log, driver: Driver | None = None) -> dict[str, A
     for name in (opts.tot_env, opts.golden_env):
         check_venv(load_env_spec(name))
     prepare_out_dir("--out", opts.out, "retune", inputs=inputs, own=OWN)
-    with lock_output(opts.out / "retune"):
-        r = Retune(opts, log, driver)
+    # one worker per stack and config folder for all the runs, not one per run: a search batch times a few cases
+    with lock_output(opts.out / "retune"), WorkerPool() as workers:
+        r = Retune(opts, log, replace(driver or Driver(), workers=workers))
         r.open()
         slots = r.slots()
         asked = r._asked(slots)

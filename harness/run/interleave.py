@@ -18,6 +18,7 @@ from harness.run.options import RunOptions
 from harness.run.remeasure import CHECKPOINT, Board, Remeasure, next_targets
 from harness.run.runner import lock_outputs, run_steps
 from harness.run.sidecar import sidecar_triton, update_sidecar
+from harness.run.workers import WorkerPool
 
 
 def run_interleaved(
@@ -28,20 +29,21 @@ def run_interleaved(
     suite_name: str = "",
     warn: Callable[[str], None] | None = None,
     locked: bool = False,
+    workers: WorkerPool | None = None,
 ) -> list[dict[str, int]]:
     """Measure the same cases under several envs with their reps interleaved in time.
 
     Each env prepares (builds, compiles, checks) its cases in turn; then the timing reps alternate: case i of
     round r is timed under every env back to back, the order reversed every round (A B, B A, ...), so slow drifts
     of the GPU (temperature, power, clocks over minutes) fall on all stacks alike instead of on whichever ran
-    second. One results file per env, exactly as ``run_suite`` writes it.
+    second. One results file per env, exactly as ``run_suite`` writes it. ``workers``: as for ``run_steps``.
     """
     if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
         raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
     with ExitStack() as held:
         if not locked:
             held.enter_context(lock_outputs(runs, opts, suite_name))
-        return _interleave(runs, cases, opts, progress, suite_name, warn)
+        return _interleave(runs, cases, opts, progress, suite_name, warn, workers)
 
 
 def _interleave(
@@ -51,6 +53,7 @@ def _interleave(
     progress: Callable[[int, str, int, int], None] | None,
     suite_name: str,
     warn: Callable[[str], None] | None = None,
+    workers: WorkerPool | None = None,
 ) -> list[dict[str, int]]:
     started = time.monotonic()  # the run's wall time before re-measuring includes preparing and compiling
     opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
@@ -59,7 +62,7 @@ def _interleave(
     for k, (spec, out) in enumerate(runs):
         cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
         meets = (board, k) if board is not None else None
-        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True, board=meets))
+        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True, board=meets, workers=workers))
     results: list[dict[str, int] | None] = [None] * len(gens)
     paused: list[tuple[int, str] | None] = [None] * len(gens)
 

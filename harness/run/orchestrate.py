@@ -18,6 +18,7 @@ from harness.inputs.suite import Case
 from harness.run.interleave import run_interleaved
 from harness.run.options import RunOptions
 from harness.run.runner import lock_outputs, run_suite
+from harness.run.workers import WorkerPool
 
 Runs = list[tuple[EnvSpec, Path]]
 #: ``(env index, case label, done, total)``: moves that env's bar
@@ -31,11 +32,13 @@ PartBars = Callable[[list[str]], AbstractContextManager[Callable[[str], Progress
 @dataclass(frozen=True)
 class Driver:
     """How a stage measures: progress bars and warnings as the caller shows them (no bars: none shown; no
-    ``warn``: the run's own warnings go to stderr)."""
+    ``warn``: the run's own warnings go to stderr); ``workers``: a pool that keeps the workers between the
+    stage's runs (none: each run starts its own and ends them)."""
 
     bars: EnvBars | None = None
     part_bars: PartBars | None = None
     warn: Callable[[str], None] | None = None
+    workers: WorkerPool | None = None
 
     def measure(
         self, runs: Runs, cases: list[Case], opts: RunOptions, suite: str, *, names: list[str] | None = None,
@@ -49,8 +52,10 @@ class Driver:
             if len(runs) == 1:
                 spec, out = runs[0]
                 progress = (lambda label, done, total: bars(0, label, done, total)) if bars else None
-                return [run_suite(spec, cases, out, opts, progress=progress, suite_name=suite, locked=lock)]
-            return run_interleaved(runs, cases, opts, progress=bars, suite_name=suite, locked=lock, warn=self.warn)
+                return [run_suite(spec, cases, out, opts, progress, suite, lock, self.workers)]
+            return run_interleaved(
+                runs, cases, opts, progress=bars, suite_name=suite, locked=lock, warn=self.warn, workers=self.workers
+            )
 
     def measure_on_gpus(
         self, runs: Runs, cases: list[Case], opts: RunOptions, suite: str, gpus: list[int],

@@ -34,7 +34,7 @@ from harness.run.precompile import precompile
 from harness.run.remeasure import CHECKPOINT, Board, pooled_time
 from harness.run.rocprof import read_traces
 from harness.run.sidecar import run_sidecar, smi_id, update_sidecar, write_sidecar
-from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout, start_worker
+from harness.run.workers import WorkerDied, WorkerPool, WorkerProc, WorkerTimeout, start_worker
 
 Progress = Callable[[str, int, int], None]
 
@@ -52,8 +52,11 @@ class SuiteRun:
         progress: Progress | None,
         suite: str,
         board: tuple[Board, int] | None = None,
+        workers: WorkerPool | None = None,
     ):
         self.spec, self.out, self.opts, self.progress, self.suite = spec, Path(out), opts, progress, suite
+        # a caller's pool of idle workers (a retune's batches), unless every round must be a new process
+        self.pool = None if opts.fresh_process_rounds else workers
         # re-measuring (remeasure.py): decided rows are held, not written, until the referee has seen them
         self.board, self.held, self.gave_up = board, [], set()
         self.cases = cases
@@ -70,10 +73,19 @@ class SuiteRun:
     def _start(self) -> WorkerProc:
         wrap = _rocprof_wrap(self.timing, self.log_dir)
         env = visible(self.opts.visible_gpus[:1]) if self.opts.visible_gpus else None
-        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, self.opts.mem_budget, env)
+        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, self.opts.mem_budget, env, self.pool)
         if w.trace_dir:
             self.trace_dirs.append(w.trace_dir)
         return w
+
+    def _retimed(self, w: WorkerProc) -> WorkerProc:
+        """The worker that times by ``self.timing`` (resolved from ``auto`` by ``w``'s hello): ``w`` itself, told
+        so (a second start would cost torch's and Triton's imports, and a GPU context, again), else a new one."""
+        if self.timing != "rocprofv3" and w.configure(timing=self.timing):
+            self.info = {**self.info, "timing": self.timing}
+            return w
+        w.close()
+        return self._start()
 
     def _executor(self, world: int) -> WorkerProc | WorkerGroup:
         if world > 1:
@@ -123,8 +135,7 @@ class SuiteRun:
         self.worker = self._start()
         self.timing = resolve_timing(self.timing, self.info)
         if self.timing != self.worker.timing:
-            self.worker.close()
-            self.worker = self._start()
+            self.worker = self._retimed(self.worker)
         # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
         self.launches = self.opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(self.timing, 0)
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)
@@ -378,6 +389,9 @@ class SuiteRun:
         return row
 
     def _close(self, clean: bool, clock: _PhaseClock | None = None) -> None:
+        if clean and self.pool is not None and self.worker is not None and self.worker.trace_dir is None:
+            self.pool.give(self.worker, self.info)  # (rocprofv3's worker must exit: its trace is read then)
+            self.worker = None
         # interrupted (Ctrl-C, SIGTERM): kill the workers, they run in sessions of their own
         for w in [self.worker, *self.groups.values()]:
             if w is not None:
@@ -436,14 +450,17 @@ def run_steps(
     suite_name: str = "",
     locked: bool = False,
     board: tuple[Board, int] | None = None,
+    workers: WorkerPool | None = None,
 ) -> Generator[tuple[int, str], None, dict[str, int]]:
     """``run_suite`` as a generator (SuiteRun.steps). OUT is locked for the whole run (run.locks), unless the
     caller holds the lock already (``locked``). ``board``: where this env (its index) meets the others of an
-    interleaved run that re-measures undecided cases (remeasure.py)."""
+    interleaved run that re-measures undecided cases (remeasure.py). ``workers``: where the worker is taken from
+    and given back to, when the caller keeps workers between its runs."""
     with ExitStack() as stack:
         if not locked:
             stack.enter_context(lock_outputs([(spec, Path(out))], opts, suite_name))
-        return (yield from SuiteRun(spec, cases, Path(out), opts, progress, suite_name, board).steps())
+        run = SuiteRun(spec, cases, Path(out), opts, progress, suite_name, board, workers)
+        return (yield from run.steps())
 
 
 def run_suite(
@@ -454,10 +471,11 @@ def run_suite(
     progress: Progress | None = None,
     suite_name: str = "",
     locked: bool = False,
+    workers: WorkerPool | None = None,
 ) -> dict[str, int]:
     """Measure ``cases`` under ``spec`` into ``out``. Returns counts per status. ``locked``: the caller holds
-    :func:`lock_outputs` already."""
-    steps = run_steps(spec, cases, out, opts, progress, suite_name, locked)
+    :func:`lock_outputs` already; ``workers``: as for :func:`run_steps`."""
+    steps = run_steps(spec, cases, out, opts, progress, suite_name, locked, workers=workers)
     while True:
         try:
             next(steps)

@@ -42,15 +42,17 @@ class WorkerProc:
         extra_env: dict[str, str] | None = None,
         tag: str = "",
     ):
-        self.spec, self.timing = spec, timing
+        self.spec, self.timing, self.mem_budget = spec, timing, mem_budget
         self.trace_dir = Path(wrap[wrap.index("-d") + 1]) if wrap and "-d" in wrap else None
         rfd, wfd = os.pipe()
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"worker-{spec.name}{tag}-{int(time.time() * 1000)}-{next(_WORKER_IDS)}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
-        cmd = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--result-fd", str(wfd), "--timing", timing]
-        cmd += ["--mem-budget", f"{mem_budget:g}"]
-        env = {**spec.environ(), **(extra_env or {})}
+        args, env = _command(spec, timing, extra_env)
+        #: what makes two workers interchangeable: the same command line and environment (a WorkerPool's key); the
+        #: memory budget is not in it: a kept worker is told another one (configure)
+        self.key = _key(args, env, wrap)
+        cmd = [*args, "--mem-budget", f"{mem_budget:g}", "--result-fd", str(wfd)]
         Path(env["TRITON_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         try:
             self.proc = subprocess.Popen(
@@ -69,6 +71,17 @@ class WorkerProc:
         os.close(wfd)
         self._r = os.fdopen(rfd, "rb")
         self._buf = b""
+
+    def configure(self, **changes: Any) -> bool:
+        """Tell the worker another ``timing`` and/or ``mem_budget`` (its op ``set``): whether it took them."""
+        try:
+            ok = self.request({"op": "set", **changes}, timeout=60).get("status") == "ok"
+        except (WorkerDied, WorkerTimeout):
+            return False
+        if ok:
+            for name, value in changes.items():
+                setattr(self, name, value)
+        return ok
 
     def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
         self.send(obj)
@@ -142,6 +155,62 @@ class WorkerProc:
 _WORKER_IDS = itertools.count()
 
 
+def _command(spec: EnvSpec, timing: str, extra_env: dict[str, str] | None) -> tuple[list[str], dict[str, str]]:
+    """The worker's command line (less its memory budget and result pipe) and environment."""
+    args = [spec.interpreter(), str(WORKER), "--repo", str(REPO), "--timing", timing]
+    return args, {**spec.environ(), **(extra_env or {})}
+
+
+def _key(args: list[str], env: dict[str, str], wrap: list[str] | None) -> tuple:
+    return tuple(wrap or ()), tuple(args), tuple(sorted(env.items()))
+
+
+class WorkerPool:
+    """Workers kept between the runs of one caller, at most one idle worker per command line and environment: a
+    run takes a matching one (told the run's memory budget) instead of starting a process (torch and Triton
+    imported again: ~1.7 s of CPU, more than a retune's small batch measures) and gives it back when it ends
+    cleanly. A worker given back forgets the cases it had prepared, so the next run starts it holding what a fresh
+    worker holds: its CUDA context only. Its log stays the first run's. ``close`` (or the end of a ``with``) ends
+    every idle worker."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, tuple[WorkerProc, dict[str, Any]]] = {}
+
+    def take(self, key: tuple) -> tuple[WorkerProc, dict[str, Any]] | None:
+        """An idle worker with ``key`` and its hello's info, out of the pool; None if there is none (or it died)."""
+        w, info = self._idle.pop(key, (None, {}))
+        if w is None or not w.alive():
+            if w is not None:
+                w.close()
+            return None
+        return w, info
+
+    def give(self, w: WorkerProc, info: dict[str, Any]) -> None:
+        """Keep ``w`` for a later run (closing the one it replaces); a worker that cannot forget is closed."""
+        try:
+            forgot = w.alive() and w.request({"op": "forget"}, timeout=60).get("status") == "ok"
+        except (WorkerDied, WorkerTimeout):
+            forgot = False
+        if not forgot:
+            w.close()
+            return
+        old, _ = self._idle.pop(w.key, (None, {}))
+        if old is not None:
+            old.close()
+        self._idle[w.key] = (w, info)
+
+    def close(self) -> None:
+        for w, _ in self._idle.values():
+            w.close()
+        self._idle.clear()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def start_worker(
     spec: EnvSpec,
     timing: str,
@@ -149,8 +218,16 @@ def start_worker(
     wrap: list[str] | None = None,
     mem_budget: float = 0.6,
     extra_env: dict[str, str] | None = None,
+    pool: WorkerPool | None = None,
 ) -> tuple[WorkerProc, dict[str, Any]]:
-    """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start."""
+    """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start.
+    With ``pool``: an idle worker of the same command and environment from it, if it has one."""
+    kept = pool.take(_key(*_command(spec, timing, extra_env), wrap)) if pool is not None else None
+    if kept is not None:
+        w, info = kept
+        if w.mem_budget == mem_budget or w.configure(mem_budget=mem_budget):
+            return kept
+        w.close()
     w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
     try:
         hello = w.request({"op": "hello"}, timeout=300)

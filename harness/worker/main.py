@@ -17,6 +17,13 @@ Requests:
    "shuffle": true, "move_inputs": true}                shuffle: a random-sized allocation before every launch;
                                                         move_inputs: the inputs copied to a random place too;
                                                         with NVML the answer carries "telemetry"
+  {"op": "forget"}                                   -> drop every prepared case: a worker kept for the driver's
+                                                        next run starts it holding what a fresh one holds
+  {"op": "set", "timing": "cupti",                   -> from now on, time by this backend (the driver resolved
+   "mem_budget": 0.15}                                  --timing auto from the hello; not rocprofv3, which wraps
+                                                        the process from its start) and keep prepared cases
+                                                        within this fraction of GPU memory (a kept worker's next
+                                                        run may be an interleaved one, which shares the GPU)
   {"op": "modules"}                                  -> the top-level modules imported so far (the import test)
   {"op": "quit"}
 A case that fails answers {"status": <import_error|compile_error|runtime_error|incorrect|skipped>, "error": "..."}; a crash or a
@@ -55,6 +62,10 @@ def _answer(session: Any, req: dict[str, Any]) -> dict[str, Any]:
     if op == "time":
         shuffle, move = bool(req.get("shuffle", False)), bool(req.get("move_inputs", False))
         return session.time(req["case"], int(req.get("n", 20)), req.get("gap"), shuffle, move)
+    if op == "forget":
+        return session.forget()
+    if op == "set":
+        return session.configure(req.get("timing"), req.get("mem_budget"))
     if op == "modules":  # what this process imported: the boundary test (tests/worker/test_imports.py)
         return {"status": "ok", "modules": sorted(sys.modules)}
     return {"status": "runtime_error", "error": f"unknown op {op!r}"}

@@ -21,6 +21,9 @@ from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
 
+#: the timings a running worker can switch to (rocprofv3 traces the process from its start: a new one is started)
+SWITCHABLE = ("cupti", "events", "wallclock")
+
 
 class Session:
     def __init__(self, repo: str, timing: str, mem_budget: float):
@@ -171,6 +174,25 @@ class Session:
             "lookup_config" + (f": {where}" if where else "") + as_arch + (" +suite overrides" if overrides else "")
         )
         return {**cfg, **overrides}, source, False
+
+    def configure(self, timing: str | None = None, mem_budget: float | None = None) -> dict[str, Any]:
+        """Time by ``timing`` and keep prepared cases within ``mem_budget`` from now on (None: as before). Nothing is
+        set up for a timer before its first rep, and the budget is read at each prepare, so a worker told so
+        serves as one started with them would."""
+        if timing is not None and timing not in SWITCHABLE:
+            return {"status": "runtime_error", "error": f"timing {timing!r}: expected one of {', '.join(SWITCHABLE)}"}
+        if mem_budget is not None and not (isinstance(mem_budget, (int, float)) and 0 <= mem_budget <= 1):
+            return {"status": "runtime_error", "error": f"mem_budget {mem_budget!r}: expected a fraction from 0 to 1"}
+        self.timing = self.timing if timing is None else timing
+        self.mem_budget = self.mem_budget if mem_budget is None else float(mem_budget)
+        return {"status": "ok"}
+
+    def forget(self) -> dict[str, Any]:
+        """Drop every prepared case and give its GPU memory back (the driver keeps this worker for another run)."""
+        dropped = len(self.prepared)
+        self.prepared.clear()
+        self._release()
+        return {"status": "ok", "dropped": dropped}
 
     def _release(self) -> None:
         if self.backend != "interp":

@@ -19,7 +19,7 @@ from harness.bisect.search import Step
 from harness.compare.store import load_compare
 from harness.errors import HarnessError
 from tests.bisect.known_times import KnownTimes, by_round, comparison, const, plan
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 GOLDEN = [40.0, 40.2, 40.1]
 BAD = [60.0, 60.1, 60.2]
@@ -180,7 +180,7 @@ def harness(*args, env, timeout=900) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(
     not all(p.exists() for p in VENVS.values()), reason="the test command builds .venvs/golden, v380 and tot"
 )
-def test_bisect_four_stacks_on_the_cpu(tmp_path):
+def test_bisect_four_stacks_on_the_cpu(tmp_path, capsys, monkeypatch):
     """Golden 3.6.0 (venv) vs TOT 3.9.0 (venv) through `harness run` and `compare`, then `harness bisect` over
     "3.7.1" (a release packed and unpacked by `harness env pack/unpack`, made from golden's env in overlay mode;
     a shim that runs golden's Triton under that version number) and 3.8.0 (a venv spec): the kernel's known
@@ -193,10 +193,16 @@ def test_bisect_four_stacks_on_the_cpu(tmp_path):
     g, t, c = tmp_path / "golden.csv", tmp_path / "tot.csv", tmp_path / "compare.csv"
     harness("run", "--env", "envs/venv-golden.yaml", "--with-env", "envs/venv-tot.yaml", "--suite", DATA / "bisect.yaml",
             "--out", g, "--with-out", t, env=env)  # fmt: skip
-    harness("compare", g, t, "--out", c, env=env)
+    for name in ("COLUMNS", "HARNESS_TRITON_DIR"):  # the steps between the measurements: in process
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.chdir(ROOT)
+    assert cli(capsys, "compare", g, t, "--out", c)[0] == 0
     assert set(pd.read_csv(c)["verdict"]) == {"regression", "improvement"}  # transient: faster at TOT
-    harness("env", "pack", "3.7.1", "--wheel", shim_wheel(tmp_path / "w", "3.7.1"), "--out", tmp_path / "b", env=env)
-    harness("env", "unpack", tmp_path / "b", env=env)
+    code, _, err = cli(capsys, "env", "pack", "3.7.1", "--wheel", shim_wheel(tmp_path / "w", "3.7.1"), "--out",
+                       tmp_path / "b")  # fmt: skip
+    assert code == 0, err
+    code, _, err = cli(capsys, "env", "unpack", tmp_path / "b")
+    assert code == 0, err
     out = tmp_path / "bisect"
     r = harness("bisect", c, "--versions", "3.7.1,envs/venv-v380.yaml", "--mode", "overlay", "--case", ".",
                 "--out", out, "--artifacts", env=env)  # fmt: skip

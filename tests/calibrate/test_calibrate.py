@@ -12,16 +12,16 @@ import sys
 import pandas as pd
 import pytest
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
 SUITE = "name: s\ndefaults: {dtype: fp16}\nentries:\n  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n"
 DELAY_US = 100_000  # far above the interpreter's own time of this case (~10 ms): it shows whatever the noise
 
 
-def harness(*args, timeout=600, env=None) -> subprocess.CompletedProcess:
+def harness(*args, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
-                          env=env or ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
+                          env=ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +63,22 @@ def test_the_table_per_case(calibrated):
     assert "1 cases:" in r.stdout and "calibration.csv" in r.stdout
 
 
+@pytest.fixture
+def in_process(monkeypatch):
+    """The environment the subprocesses above get, for commands run in this process (tests.conftest.cli)."""
+    for name in ("HARNESS_TEST_PYTHON", "COLUMNS"):
+        monkeypatch.setenv(name, ENV[name])
+    monkeypatch.chdir(ROOT)
+
+
 @pytest.mark.slow
-def test_compare_uses_the_calibration(calibrated):
+def test_compare_uses_the_calibration(calibrated, capsys, in_process):
     tmp, out, _, _ = calibrated
     rep = out / "runs" / "repeat-1"
     cmp_csv = tmp / "compare.csv"
-    r = harness("compare", rep / "golden.csv", rep / f"slow-{DELAY_US}us.csv", "--out", cmp_csv,
-                "--calibration", out / "calibration.csv")  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    code, _, err = cli(capsys, "compare", rep / "golden.csv", rep / f"slow-{DELAY_US}us.csv", "--out", cmp_csv,
+                       "--calibration", out / "calibration.csv")  # fmt: skip
+    assert code == 0, err
     row = pd.read_csv(cmp_csv).iloc[0]
     cal = pd.read_csv(out / "calibration.csv").iloc[0]
     assert row.verdict == "regression"  # 10 × slower
@@ -84,21 +92,21 @@ def test_compare_uses_the_calibration(calibrated):
 
 
 @pytest.mark.slow
-def test_resume_and_refusals(calibrated):
+def test_resume_and_refusals(calibrated, capsys, monkeypatch, in_process):
     tmp, out, args, _ = calibrated
     before = (out / "runs" / "repeat-1" / "golden.csv").read_bytes()
-    r = harness(*args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit")
-    assert r.returncode == 2 and "holds a calibration already; pass --resume" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    code, _, err = cli(capsys, *args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit")
+    assert code == 2 and "holds a calibration already; pass --resume" in err
+    assert len(err.strip().splitlines()) == 1
     db = tmp / "h.sqlite"
-    r = harness(*args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit", "--resume", "--record",
-                env={**ENV, "HARNESS_DB": str(db)})  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("HARNESS_DB", str(db))
+    code, _, err = cli(capsys, *args, "--slowdown", f"{DELAY_US}us", "--slowdown", "limit", "--resume", "--record")
+    assert code == 0, err
     assert (out / "runs" / "repeat-1" / "golden.csv").read_bytes() == before  # nothing measured again
-    assert "history: calibration 1 added" in r.stderr
-    r = harness("history", "calibration", "--db", db, "--csv")
-    assert r.returncode == 0 and pd.read_csv(io.StringIO(r.stdout))["repeats"].tolist() == [1]
-    r = harness(*args, "--slowdown", "fast")
-    assert r.returncode == 2 and "--slowdown 'fast': expected a positive slowdown" in r.stderr
-    r = harness("compare", DATA / "golden.csv", DATA / "tot.csv", "--calibration", tmp / "nope.csv")
-    assert r.returncode == 2 and r.stderr.strip().endswith(f"--calibration {tmp / 'nope.csv'}: no such file")
+    assert "history: calibration 1 added" in err
+    code, got, _ = cli(capsys, "history", "calibration", "--db", db, "--csv")
+    assert code == 0 and pd.read_csv(io.StringIO(got))["repeats"].tolist() == [1]
+    code, _, err = cli(capsys, *args, "--slowdown", "fast")
+    assert code == 2 and "--slowdown 'fast': expected a positive slowdown" in err
+    code, _, err = cli(capsys, "compare", DATA / "golden.csv", DATA / "tot.csv", "--calibration", tmp / "nope.csv")
+    assert code == 2 and err.strip().endswith(f"--calibration {tmp / 'nope.csv'}: no such file")

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from harness.compare.compare import compare_files, worst_first
 from harness.errors import HarnessError
 from harness.render.markdown import MARKER
-from tests.conftest import DATA, HEADER
+from tests.conftest import DATA, HEADER, cli
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
-
-
-def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(DATA.parents[1])},
-    )
 
 
 def test_every_verdict_on_fixture():
@@ -92,14 +80,12 @@ def test_partial_overlap_warns(write):
     assert cmp.warnings and "only 1 of 10" in cmp.warnings[0]
 
 
-def test_cli_exit_codes(tmp_path):
-    r = run_cli("compare", G, T, "--out", tmp_path / "c.csv", "--markdown", tmp_path / "c.md")
-    assert r.returncode == 0, r.stderr
-    assert "regression" in r.stdout and (tmp_path / "c.md").read_text().startswith(MARKER)
-    r = run_cli("compare", G, T, "--fail-on-regression")
-    assert r.returncode == 1
-    r = run_cli("compare", G, G, "--fail-on-regression")
-    assert r.returncode == 0
+def test_cli_exit_codes(tmp_path, capsys):
+    code, out, err = cli(capsys, "compare", G, T, "--out", tmp_path / "c.csv", "--markdown", tmp_path / "c.md")
+    assert code == 0, err
+    assert "regression" in out and (tmp_path / "c.md").read_text().startswith(MARKER)
+    assert cli(capsys, "compare", G, T, "--fail-on-regression")[0] == 1
+    assert cli(capsys, "compare", G, G, "--fail-on-regression")[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -111,19 +97,19 @@ def test_cli_exit_codes(tmp_path):
         (("compare", G, T, "--unstable", "maybe"), "--unstable"),
     ],
 )
-def test_cli_bad_input_is_one_line_exit_2(args, expect):
-    r = run_cli(*args)
-    assert r.returncode == 2
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and expect in lines[0], r.stderr
-    assert "Traceback" not in r.stderr
+def test_cli_bad_input_is_one_line_exit_2(args, expect, capsys):
+    code, _, err = cli(capsys, *args)
+    assert code == 2
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and expect in lines[0], err
+    assert "Traceback" not in err
 
 
-def test_cli_bad_csv_row(write):
+def test_cli_bad_csv_row(write, capsys):
     bad = write("bad.csv", HEADER + "k,a,1,1,1,1,bf16,abc,ok,,\n")
-    r = run_cli("compare", G, bad)
-    assert r.returncode == 2
-    assert r.stderr.strip() == f"harness: error: {bad}: line 2: column 'time_us' time is not a number: 'abc'"
+    code, _, err = cli(capsys, "compare", G, bad)
+    assert code == 2
+    assert err.strip() == f"harness: error: {bad}: line 2: column 'time_us' time is not a number: 'abc'"
 
 
 def test_overlap_note_reaches_the_table(write):

@@ -4,16 +4,13 @@ it as the user asked (--fail-on-regression: confident only; --fail-on-ambiguous:
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from harness.compare.compare import compare_files
 from harness.compare.confidence import NOISE_FLOOR_PCT, evidence, may_regress, rep_stats, t975
 from harness.compare.rule import VERDICTS, Rule, timed_codes
-from tests.conftest import ROOT
+from tests.conftest import cli
 
 HEADER = "kernel,case_id,B,M,N,K,dtype,time_us,status,config,reps,rep_times_us,spread_pct,tflops,error\n"
 
@@ -76,7 +73,7 @@ def _files(tmp_path, g_reps, t_reps):
     return g, t
 
 
-def test_the_gates_fail_on_what_they_promise(tmp_path):
+def test_the_gates_fail_on_what_they_promise(tmp_path, capsys):
     g, t = _files(
         tmp_path,
         {"clear": [100.0, 100.1, 99.9], "near": [100.0, 101.0, 99.0]},
@@ -85,11 +82,10 @@ def test_the_gates_fail_on_what_they_promise(tmp_path):
     cmp = compare_files(g, t)
     assert cmp.counts()["regression"] == 1 and cmp.ambiguous_counts() == {"regression": 1}
     assert cmp.blocking == 0 and cmp.strict_blocking == 1
-    run = lambda *a: subprocess.run([sys.executable, "-m", "harness", "compare", str(g), str(t), *a],  # noqa: E731
-                                    capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
-    loose, strict = run("--fail-on-regression"), run("--fail-on-ambiguous")
-    assert loose.returncode == 0 and "1 regressions (1 ambiguous)" in loose.stdout
-    assert strict.returncode == 1
+    run = lambda *a: cli(capsys, "compare", g, t, *a)  # noqa: E731 - in process: (exit code, stdout, stderr)
+    (loose, said, _), (strict, _, _) = run("--fail-on-regression"), run("--fail-on-ambiguous")
+    assert loose == 0 and "1 regressions (1 ambiguous)" in said
+    assert strict == 1
     md = tmp_path / "c.md"
     run("--markdown", str(md))
     text = md.read_text()

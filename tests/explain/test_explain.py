@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +35,7 @@ from harness.explain.explain import (
     write_explain,
 )
 from harness.results.schema import COLUMNS
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 ART = DATA / "artifacts"
 GID = "e33b0e1ff21e7990-_batched_gemm_a8w8_kernel"
@@ -132,15 +131,10 @@ def test_explain_end_to_end(tmp_path):
         explain_cases(cmp_csv)
 
 
-def test_cli_without_artifacts_is_one_line(tmp_path):
+def test_cli_without_artifacts_is_one_line(tmp_path, capsys):
     out = write_compare(compare_files(DATA / "golden.csv", DATA / "tot.csv"), tmp_path / "c.csv")
-    r = subprocess.run(
-        [sys.executable, "-m", "harness", "explain", str(out), "--out", str(tmp_path / "e")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert r.returncode == 2 and "run them with `harness run --artifacts`" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = cli(capsys, "explain", out, "--out", tmp_path / "e")
+    assert code == 2 and "run them with `harness run --artifacts`" in err and "Traceback" not in err
 
 
 AOT = r"""

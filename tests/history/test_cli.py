@@ -11,19 +11,11 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.cli import main
 from harness.history.store import History
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 from tests.history.files import nightlies
 
 H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
-
-
-def cli(capsys, *args: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ex:
-        main([str(a) for a in args])
-    got = capsys.readouterr()
-    return ex.value.code, got.out, got.err
 
 
 @pytest.fixture(scope="module")

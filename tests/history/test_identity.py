@@ -7,18 +7,10 @@ import shutil
 
 import pytest
 
-from harness.cli import main
 from harness.history.store import History
-from tests.conftest import DATA
+from tests.conftest import DATA, cli
 
 H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
-
-
-def cli(capsys, *args: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as ex:
-        main([str(a) for a in args])
-    got = capsys.readouterr()
-    return ex.value.code, got.out, got.err
 
 
 def counts(db) -> tuple[int, int]:

@@ -16,6 +16,8 @@ from harness.retune.cache import Cache
 from harness.retune.configtext import replace_bucket
 from harness.retune.measure import GuardCase, Item, Measurer, Stack
 from harness.run.options import RunOptions
+from harness.run.orchestrate import Driver
+from harness.run.workers import WorkerPool
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.slow
@@ -23,11 +25,14 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def measurer(tmp_path, monkeypatch):
+    """A Measurer as the retune makes it: its runs keep their workers in one pool (the retune's, for its whole run)."""
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     spec = load_env_spec(DATA / "cpu-env.yaml")
     stacks = {s: Stack(s, spec, "3.9.0", f"{s} stack", "cpu") for s in ("golden", "tot")}
     opts = RunOptions(launches=1, heat_s=0, timing="wallclock")
-    return Measurer(tmp_path / "out", stacks, Cache(tmp_path / "out" / "cache.jsonl"), opts)
+    with WorkerPool() as workers:
+        cache = Cache(tmp_path / "out" / "cache.jsonl")
+        yield Measurer(tmp_path / "out", stacks, cache, opts, Driver(workers=workers))
 
 
 def toy(m: int, n: int) -> Case:

@@ -25,7 +25,7 @@ import pytest
 
 from harness.inputs.suite import load_suite
 from harness.kernel_api.configs import resolve
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 pytestmark = pytest.mark.slow
 VENVS = [ROOT / ".venvs" / name / "bin" / "python" for name in ("golden", "tot")]
@@ -250,20 +250,22 @@ def test_hints_from_another_retune_start_each_search_at_its_best(run, tmp_path):
     assert any("hints: " in n for n in data["notes"])
 
 
-def test_refusals_are_one_line(run, tmp_path):
-    bad = harness(["retune", run.root / "compare.csv", "--env", "envs/venv-tot.yaml", "--golden-env",
-                   "envs/venv-golden.yaml", "--out", tmp_path / "o", "--kernel", "retune_tyo"], run.env)  # fmt: skip
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines() == [
+def test_refusals_are_one_line(run, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # in process: the env specs are named from the repository, as the retunes above
+    monkeypatch.setenv("HARNESS_CONFIG_DIR", str(run.configs))
+    code, _, err = cli(capsys, "retune", run.root / "compare.csv", "--env", "envs/venv-tot.yaml", "--golden-env",
+                       "envs/venv-golden.yaml", "--out", tmp_path / "o", "--kernel", "retune_tyo")  # fmt: skip
+    assert code == 2
+    assert err.strip().splitlines() == [
         "harness: error: --kernel 'retune_tyo': no such kernel in "
         f"{run.root / 'compare.csv'} (did you mean 'retune_toy'?)"
     ]
-    held = harness(["retune", tmp_path / "none.csv", "--env", "x", "--golden-env", "y", "--out", tmp_path / "o"],
-                   run.env)  # fmt: skip
-    assert held.returncode == 2 and "no such compare file" in held.stderr
+    code, _, err = cli(capsys, "retune", tmp_path / "none.csv", "--env", "x", "--golden-env", "y", "--out",
+                       tmp_path / "o")  # fmt: skip
+    assert code == 2 and "no such compare file" in err
     for extra, said in (
         (["--hints", tmp_path / "none"], f"--hints {tmp_path / 'none'}: no such file"),
         (["--search-min", "40"], "--search-min 40: expected minutes from 0 to --budget-min"),
     ):
-        bad = harness([*run.args[:-4], "--out", tmp_path / "o", *extra], run.env)
-        assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [f"harness: error: {said}"]
+        code, _, err = cli(capsys, *run.args[:-4], "--out", tmp_path / "o", *extra)
+        assert code == 2 and err.strip().splitlines() == [f"harness: error: {said}"]

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
 import pytest
 
 from harness.results.load import load_results
-from tests.conftest import DATA, ROOT
-
-ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
-
-
-def harness(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
-                          env=ENV, cwd=ROOT, timeout=timeout)  # fmt: skip
+from tests.conftest import DATA, cli
 
 
 @pytest.mark.slow
@@ -68,16 +59,8 @@ def test_interleaved_runs_alternate_envs_case_by_case(tmp_path, monkeypatch):
         assert len(load_results(out)) == 2 and (out.parent / (out.name + ".env.json")).exists()
 
 
-def test_interleaved_cli_refuses_mismatched_options(tmp_path):
-    r = harness(
-        "run",
-        "--env",
-        DATA / "cpu-env.yaml",
-        "--suite",
-        DATA / "slow.yaml",
-        "--out",
-        tmp_path / "a.csv",
-        "--with-env",
-        DATA / "cpu-env.yaml",
-    )
-    assert r.returncode == 2 and "--with-env given 1 times but --with-out 0 times" in r.stderr
+def test_interleaved_cli_refuses_mismatched_options(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out",
+                       tmp_path / "a.csv", "--with-env", DATA / "cpu-env.yaml")  # fmt: skip
+    assert code == 2 and "--with-env given 1 times but --with-out 0 times" in err

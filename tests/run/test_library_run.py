@@ -17,7 +17,7 @@ import pytest
 from harness.compare.compare import compare_files
 from harness.results.load import load_results
 from harness.results.schema import sidecar_path
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 FAKE = DATA / "fake_aiter"
 ADAPTER = ROOT / "examples" / "aiter" / "batched_gemm.py"
@@ -88,7 +88,7 @@ def test_the_adapter_runs_the_librarys_kernel_with_its_own_configs(checkouts):
     assert look == {"folders": [str(main / "aiter/ops/triton/configs")], "layout": "aiter", "config_arch": "gfx950"}
 
 
-def test_two_checkouts_of_the_library_under_one_triton_compared(checkouts):
+def test_two_checkouts_of_the_library_under_one_triton_compared(checkouts, capsys, monkeypatch):
     root, main, pr = checkouts
     suite = _suite(root)
     r1, r2 = _run(suite, main, root / "a.csv"), _run(suite, pr, root / "b.csv")
@@ -97,11 +97,9 @@ def test_two_checkouts_of_the_library_under_one_triton_compared(checkouts):
     cmp = compare_files(root / "a.csv", root / "b.csv")
     assert set(cmp.table["verdict"]) == {"regression"}, cmp.table[["case_id", "verdict"]]
     assert not cmp.same_triton  # one Triton, two checkouts: a comparison, not a stack against itself
-    r = subprocess.run(
-        [sys.executable, "-m", "harness", "compare", str(root / "a.csv"), str(root / "b.csv"), "--fail-on-regression"],
-        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 1 and "same Triton" not in r.stderr, r.stdout + r.stderr
+    monkeypatch.setenv("COLUMNS", ENV["COLUMNS"])  # the comparison in process, as wide as the runs' terminal
+    code, out, err = cli(capsys, "compare", root / "a.csv", root / "b.csv", "--fail-on-regression")
+    assert code == 1 and "same Triton" not in err, out + err
 
 
 def test_a_resume_under_another_config_arch_is_refused():

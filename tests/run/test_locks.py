@@ -16,26 +16,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.cli import main
 from harness.compare.compare import compare_files
 from harness.compare.notes import nothing_compared, other_gpu, same_triton
 from harness.errors import HarnessError
 from harness.render.markdown import render_markdown
 from harness.results.schema import sidecar_path
 from harness.run.locks import lock_output, lock_path, resume_conflict
-from tests.conftest import DATA, HEADER, ROOT
+from tests.conftest import DATA, HEADER, ROOT, cli
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
 HOLD = "import sys, time; from harness.run.locks import lock_output\nwith lock_output(sys.argv[1]):\n"
 HOLD += "    print('held', flush=True); time.sleep(120)\n"
-
-
-def cli(capsys, *args: object) -> tuple[int, str, str]:
-    """Run the CLI in process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as ex:
-        main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return ex.value.code, out, err
 
 
 def one_error_line(err: str) -> str:

@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 from harness.inputs.suite import load_suite
 from harness.results.load import load_results
 from harness.run.node import parse_gpus, plan
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
 
@@ -103,7 +103,7 @@ def test_envs_of_two_compile_caches_compile_at_once_one_cache_in_turn(tmp_path, 
 
 
 @pytest.mark.slow
-def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path):
+def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path, capsys, monkeypatch):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     args = [sys.executable, "-m", "harness", "run", "--env", str(DATA / "cpu-env.yaml"), "--suite",
             str(ROOT / "examples" / "softmax.yaml"), "--out", str(a), "--with-env", str(DATA / "cpu-env.yaml"),
@@ -122,14 +122,15 @@ def test_a_suite_over_two_gpus_merges_into_one_file_per_env(tmp_path):
         assert 0 < max(p["wall_s"] for p in node["parts"]) <= node["wall_s"]
         phases = load_results(out.parent / f"{out.name}.parts" / "gpu0.csv").attrs["env"]["phases"]
         assert phases["finished"] and phases["prepare_s"] + phases["reps_s"] <= phases["wall_s"] + 0.01
-    again = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=600)
-    assert again.returncode == 2 and "exists; pass --resume" in again.stderr
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    code, _, err = cli(capsys, *args[3:])  # the same command in process: refused before anything starts
+    assert code == 2 and "exists; pass --resume" in err
     resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=600)
     assert resumed.returncode == 0 and len(load_results(a)) == 6, resumed.stderr[-2000:]
 
 
 @pytest.mark.slow
-def test_shards_of_a_suite_merge_back_into_it(tmp_path):
+def test_shards_of_a_suite_merge_back_into_it(tmp_path, capsys):
     suite = ROOT / "examples" / "softmax.yaml"
     parts = []
     for i in (1, 2, 3):
@@ -140,13 +141,11 @@ def test_shards_of_a_suite_merge_back_into_it(tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
         parts.append(out)
     merged = tmp_path / "all.csv"
-    r = subprocess.run([sys.executable, "-m", "harness", "merge", *map(str, parts), "--out", str(merged), "--suite",
-                        str(suite)], capture_output=True, text=True, env=ENV, cwd=ROOT)  # fmt: skip
-    assert r.returncode == 0 and "(3 parts)" in r.stdout, r.stderr
+    code, out, err = cli(capsys, "merge", *parts, "--out", merged, "--suite", suite)  # merging: in process
+    assert code == 0 and "(3 parts)" in out, err
     assert sorted(load_results(merged)["case_id"]) == sorted(c.case_id for c in load_suite(suite))
-    r = subprocess.run([sys.executable, "-m", "harness", "merge", str(parts[0]), "--out", str(tmp_path / "x.csv"),
-                        "--suite", str(suite)], capture_output=True, text=True, env=ENV, cwd=ROOT)  # fmt: skip
-    assert r.returncode == 2 and "cases are in no part" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = cli(capsys, "merge", parts[0], "--out", tmp_path / "x.csv", "--suite", suite)
+    assert code == 2 and "cases are in no part" in err and "Traceback" not in err
 
 
 def test_gpus_all_means_the_gpus_this_process_was_given(monkeypatch, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 from harness.results.load import load_results
 from harness.results.schema import sidecar_path
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, cli
 
 pytestmark = pytest.mark.slow
 ENV = {**os.environ, "HARNESS_TEST_PYTHON": sys.executable, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
@@ -109,7 +109,7 @@ def test_registered_kernels_with_shared_case_ids_are_timed_separately(tmp_path):
     assert df.loc["batched_gemm_bf16", "status"] in ("ok", "unstable") and df.loc["wrong", "status"] == "incorrect"
 
 
-def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
+def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path, capsys, monkeypatch):
     out = tmp_path / "slow.csv"
     journal = tmp_path / "slow.csv.journal.jsonl"
     args = [
@@ -156,33 +156,36 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert (df["status"].isin(["ok", "unstable"])).all()
     # the resumed run reused what was journaled: 6 cases x >= 3 reps in all, not re-measured from scratch
     assert journal.read_text().count('"kind": "rep"') == int(df["reps"].sum())
-    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume",
-                "--launches", "1")  # fmt: skip
-    assert r.returncode == 0 and "nothing to do" in r.stderr
-    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out, "--resume")
-    assert r.returncode == 2 and "--resume with --launches auto but the file was measured with 1" in r.stderr
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)  # the last two in process: nothing to measure
+    monkeypatch.setenv("COLUMNS", ENV["COLUMNS"])  # the summary line unwrapped, as in the runs above
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out,
+                       "--resume", "--launches", "1")  # fmt: skip
+    assert code == 0 and "nothing to do" in err
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out,
+                       "--resume")  # fmt: skip
+    assert code == 2 and "--resume with --launches auto but the file was measured with 1" in err
 
 
-def test_refuses_to_overwrite_and_bad_env(tmp_path):
+def test_refuses_to_overwrite_and_bad_env(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     out = tmp_path / "x.csv"
     out.write_text("kernel,case_id,time_us,status\nk,a,1,ok\n")
-    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out)
-    assert r.returncode == 2 and "exists; pass --resume" in r.stderr
-    r = harness("run", "--env", tmp_path / "nope.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "y.csv")
-    assert r.returncode == 2 and "no such env spec" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out)
+    assert code == 2 and "exists; pass --resume" in err
+    code, _, err = cli(capsys, "run", "--env", tmp_path / "nope.yaml", "--suite", DATA / "slow.yaml", "--out",
+                       tmp_path / "y.csv")  # fmt: skip
+    assert code == 2 and "no such env spec" in err and "Traceback" not in err
     # an overlay folder that is not there: the run must stop, not measure site-packages' Triton as "TOT"
     spec = tmp_path / "tot.yaml"
     spec.write_text(
         f"name: tot\npython: {sys.executable}\npythonpath: [/nonexistent/triton-3.9.0]\ntiming: wallclock\n"
     )
-    r = harness("run", "--env", spec, "--suite", DATA / "slow.yaml", "--out", tmp_path / "z.csv")
-    assert (
-        r.returncode == 2 and "pythonpath entry /nonexistent/triton-3.9.0" in r.stderr and "does not exist" in r.stderr
-    )
-    assert "Traceback" not in r.stderr
-    r = harness("run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", tmp_path / "w.csv",
-                "--launch-gap", "soon")  # fmt: skip
-    assert r.returncode == 2 and "--launch-gap 'soon'" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = cli(capsys, "run", "--env", spec, "--suite", DATA / "slow.yaml", "--out", tmp_path / "z.csv")
+    assert code == 2 and "pythonpath entry /nonexistent/triton-3.9.0" in err and "does not exist" in err
+    assert "Traceback" not in err
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out",
+                       tmp_path / "w.csv", "--launch-gap", "soon")  # fmt: skip
+    assert code == 2 and "--launch-gap 'soon'" in err and "Traceback" not in err
 
 
 def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
@@ -198,13 +201,59 @@ def test_fresh_process_rounds_time_each_round_in_a_new_worker(tmp_path):
     df = load_results(out)
     assert set(df["status"]) <= {"ok", "unstable"} and (df["reps"] >= 3).all()  # wallclock may be unstable
     logs = list((tmp_path / "f.csv.logs").glob("worker-*.log"))
-    # one worker for phase 1 + round 1, one per further round (+1: the first start resolves timing "auto")
-    assert df["reps"].max() <= len(logs) <= df["reps"].max() + 1
+    # one worker for phase 1 + round 1 (told the timing "auto" resolved to, not started again), one per further round
+    assert len(logs) == df["reps"].max()
 
 
-def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
+def test_a_pool_keeps_one_worker_for_the_runs_of_one_env(tmp_path, monkeypatch):
+    """A caller's WorkerPool (a retune's batches): its runs of one env share one worker process (told each run's
+    memory budget), which forgets each run's prepared cases when it goes back; a run that asks for fresh process
+    rounds takes none from it; closing the pool ends the kept worker."""
+    from dataclasses import replace
+
+    from harness.envs.spec import load_env_spec
+    from harness.inputs.suite import load_suite
+    from harness.run.options import RunOptions
+    from harness.run.runner import run_suite
+    from harness.run.workers import WorkerPool, WorkerProc
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        "name: s\ndefaults: {dtype: fp16}\nentries:\n"
+        "  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n"
+    )
+    asked: list[tuple[str, WorkerProc, dict]] = []
+    real = WorkerProc.request
+
+    def spy(self, obj, timeout):
+        ans = real(self, obj, timeout)
+        asked.append((obj["op"], self, ans))
+        return ans
+
+    monkeypatch.setattr(WorkerProc, "request", spy)
+    spec, cases = load_env_spec(str(DATA / "cpu-env.yaml")), load_suite(suite)
+    opts = RunOptions(reps=1, launches=1, timing="wallclock", log_dir=tmp_path / "logs")
+    timed = lambda counts: sum(counts.get(k, 0) for k in ("ok", "unstable"))  # noqa: E731
+    with WorkerPool() as pool:
+        for name, budget in (("a", 0.6), ("b", 0.3)):
+            run = replace(opts, mem_budget=budget)
+            assert timed(run_suite(spec, cases, tmp_path / f"{name}.csv", run, workers=pool)) == 1
+        # one rep: its one round in a fresh process, not the pool's (later rounds: a new one each, as tested above)
+        fresh = replace(opts, fresh_process_rounds=True, log_dir=tmp_path / "fresh")
+        assert timed(run_suite(spec, cases, tmp_path / "c.csv", fresh, workers=pool)) == 1
+        kept = {w for op, w, _ in asked if op == "forget"}
+        assert len(kept) == 1 and all(w.alive() and w.mem_budget == 0.3 for w in kept)
+    assert len(list((tmp_path / "logs").glob("worker-*.log"))) == 1, "runs a and b: one worker"
+    assert [ans["dropped"] for op, _, ans in asked if op == "forget"] == [1, 1], "each run's case, forgotten"
+    assert not {w for op, w, _ in asked if op == "time" and w.log_path.parent.name == "fresh"} & kept
+    assert not any(w.alive() for w in kept), "the pool's close ended it"
+
+
+def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path, capsys, monkeypatch):
     """--resume measures with the options OUT was measured with: a changed command-line option is refused
     before a worker starts, a changed stack (here a knob of the env) once the worker reports it."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)  # the refusals run in process
     suite = tmp_path / "one.yaml"
     suite.write_text(
         "name: one\ndefaults: {dtype: fp16}\nentries:\n"
@@ -226,12 +275,12 @@ def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path):
         (("--launches", "1", "--no-move-inputs"), "--move-inputs off but the file was measured with on"),
         (("--launches", "1", "--launch-gap", "0"), "--launch-gap 0.0 but the file was measured with auto"),
     ]:
-        r = harness(*base, *more, "--resume")
-        assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and shown in r.stderr, r.stderr
+        code, _, err = cli(capsys, *base, *more, "--resume")  # in process: refused before a worker starts
+        assert code == 2 and err.strip().count("\n") == 0 and shown in err, err
     spec = tmp_path / "cpu.yaml"  # the same env name, another knob: only the worker can tell
     spec.write_text(
         (DATA / "cpu-env.yaml").read_text().replace('TRITON_INTERPRET: "1"', 'TRITON_INTERPRET: "1", TRITON_X: "1"')
     )
-    r = harness("run", "--env", spec, "--suite", suite, "--out", out, "--launches", "1", "--resume")
-    assert r.returncode == 2 and "--resume with the env's knobs" in r.stderr and "TRITON_X=1" in r.stderr, r.stderr
+    code, _, err = cli(capsys, "run", "--env", spec, "--suite", suite, "--out", out, "--launches", "1", "--resume")
+    assert code == 2 and "--resume with the env's knobs" in err and "TRITON_X=1" in err, err
     assert out.read_text() == rows, "nothing was measured into OUT"

@@ -3,14 +3,11 @@ to, with the config each case would resolve on an arch, without running anything
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from harness.errors import HarnessError
 from harness.inputs.suite import load_suite
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cli
 
 
 def _suite(tmp_path, zip_value: str) -> object:
@@ -48,19 +45,19 @@ def test_a_bad_points_file_is_one_line_naming_file_and_line(tmp_path, name, text
         load_suite(_suite(tmp_path, name))
 
 
-def test_suite_show_lists_every_case_with_its_config_and_runs_nothing(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "harness", "suite", "show", *a],  # noqa: E731
-                                    capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
-    r = run("suites/batched_gemm.yaml", "--arch", "gfx950", "--kernel", "batched_gemm_bf16")
-    assert r.returncode == 0, r.stderr
-    rows = r.stdout.splitlines()
+def test_suite_show_lists_every_case_with_its_config_and_runs_nothing(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    run = lambda *a: cli(capsys, "suite", "show", *a)  # noqa: E731 - in process: (exit code, stdout, stderr)
+    code, out, err = run("suites/batched_gemm.yaml", "--arch", "gfx950", "--kernel", "batched_gemm_bf16")
+    assert code == 0, err
+    rows = out.splitlines()
     assert rows and all(line.startswith("batched_gemm_bf16 ") for line in rows)
-    assert all("gfx950-BATCHED_GEMM" in line for line in rows) and r.stderr.strip() == f"{len(rows)} cases"
-    sm90 = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf16")
-    assert "sm90-BATCHED_GEMM" in sm90.stdout
-    none = run("suites/batched_gemm.yaml", "--arch", "gfx9999", "--kernel", "batched_gemm_bf16")
-    assert none.returncode == 0 and "no config:" in none.stdout  # said per case, not a crash
-    bad = run("suites/batched_gemm.yaml", "--filter", "(")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a valid regular expression" in bad.stderr
-    typo = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf61")
-    assert typo.returncode == 2 and "no such kernel in the suite" in typo.stderr
+    assert all("gfx950-BATCHED_GEMM" in line for line in rows) and err.strip() == f"{len(rows)} cases"
+    _, sm90, _ = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf16")
+    assert "sm90-BATCHED_GEMM" in sm90
+    code, out, _ = run("suites/batched_gemm.yaml", "--arch", "gfx9999", "--kernel", "batched_gemm_bf16")
+    assert code == 0 and "no config:" in out  # said per case, not a crash
+    code, _, err = run("suites/batched_gemm.yaml", "--filter", "(")
+    assert code == 2 and err.count("\n") == 1 and "not a valid regular expression" in err
+    code, _, err = run("suites/batched_gemm.yaml", "--kernel", "batched_gemm_bf61")
+    assert code == 2 and "no such kernel in the suite" in err
