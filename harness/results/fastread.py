@@ -135,11 +135,11 @@ def _frame(cols: dict[str, Any]) -> pd.DataFrame | None:
         if (timed & ~(np.isfinite(time) & (time > 0))).any():
             return None
     v1 = "params" not in cols and any(c in cols for c in SHAPE)
-    blank = _blank(len(time))
+    empty = blank(len(time)).array
     out: dict[str, Any] = {"time_us": np.where(timed, time, np.nan)}
     for name, col in cols.items():
         if name != "time_us":
-            out[name] = _column(name, col, v1, blank)
+            out[name] = _column(name, col, v1, empty)
             if out[name] is None:
                 return None
     out = {name: out[name] for name in cols}
@@ -148,8 +148,8 @@ def _frame(cols: dict[str, Any]) -> pd.DataFrame | None:
     return pd.DataFrame(out, copy=False)  # one block per column, as read: no copy into 2-D blocks
 
 
-def _column(name: str, col: Any, v1: bool, blank: Any) -> Any:
-    """One column as the pandas path leaves it after its checks; None where a cell fails one. ``blank``: an
+def _column(name: str, col: Any, v1: bool, empty: Any) -> Any:
+    """One column as the pandas path leaves it after its checks; None where a cell fails one. ``empty``: an
     empty string in every row."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -160,7 +160,7 @@ def _column(name: str, col: Any, v1: bool, blank: Any) -> Any:
             if not pc.all(pc.or_kleene(pc.is_null(col), braced)).as_py():
                 return None
         if col.null_count == len(col):  # a column nobody filled in (most of them)
-            return blank
+            return empty
         return _text(pc.fill_null(col, "") if col.null_count else col)
     if name == "world_size":
         ws = _floats(col)
@@ -185,13 +185,14 @@ def _column(name: str, col: Any, v1: bool, blank: Any) -> Any:
     return col.to_numpy() if col.null_count == 0 else _floats(col)
 
 
-def _blank(n: int) -> pd.api.extensions.ExtensionArray:
-    """n empty strings. Arrow arrays are immutable (pandas replaces one it sets a cell of), so the columns
-    without a cell can share one."""
+def blank(n: int) -> pd.Series:
+    """n empty strings, without a Python object or a byte of text. Arrow arrays are immutable (pandas replaces
+    one it sets a cell of), so the columns without a cell can share one."""
     import pyarrow as pa
 
     offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int64))
-    return _text(pa.chunked_array([pa.Array.from_buffers(pa.large_string(), n, [None, offsets, pa.py_buffer(b"")])]))
+    empty = pa.Array.from_buffers(pa.large_string(), n, [None, offsets, pa.py_buffer(b"")])
+    return pd.Series(_text(pa.chunked_array([empty])), copy=False)
 
 
 def _text(col: Any) -> pd.api.extensions.ExtensionArray:
