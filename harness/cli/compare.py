@@ -67,6 +67,8 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from harness.compare.compare import compare_files
     from harness.compare.rule import Rule
     from harness.compare.store import meta_path, write_compare
@@ -104,9 +106,11 @@ def compare(
         calibrate_comparison(cmp, *cal, str(calibration))
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
-    print_comparison(cmp, worst=worst)
-    if out:
-        write_compare(cmp, out)
+    with ThreadPoolExecutor(1) as pool:  # Arrow formats the CSV without the GIL while rich lays out the summary
+        written = pool.submit(write_compare, cmp, out) if out else None
+        print_comparison(cmp, worst=worst)
+        if written is not None:
+            written.result()
     if markdown:
         write_text(markdown, render_markdown(cmp, artifact=str(out) if out else "the compare CSV"))
     if record:

@@ -48,9 +48,8 @@ def meta_path(out: str | os.PathLike[str]) -> Path:
 def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
     """Write the verdict CSV and its ``.meta.json`` (rule + both environments) beside it."""
     out = Path(out)
-    table = cmp.table.copy()
-    for c in ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us"):
-        table[c] = table[c].round(4)
+    rounded = ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us")
+    table = cmp.table.assign(**{c: cmp.table[c].round(4) for c in rounded})  # the other columns are not copied
     write_csv(table, out)
     write_text(meta_path(out), json.dumps(cmp.meta(), indent=2, default=str) + "\n")
     return out
