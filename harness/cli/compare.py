@@ -99,6 +99,7 @@ def compare(
         from harness.compare.calibration import load_calibration
 
         cal = load_calibration(calibration)
+    _arrow_allocator()
     cmp = compare_files(golden, tot, rule, unstable=unstable)
     if cal is not None:
         from harness.compare.calibration import calibrate_comparison
@@ -126,3 +127,18 @@ def compare(
         raise HarnessError(f"{gate}: {cmp.same_triton}")
     if (fail_on_regression and cmp.blocking) or (fail_on_ambiguous and cmp.strict_blocking):
         raise typer.Exit(1)
+
+
+def _arrow_allocator() -> None:
+    """Arrow's jemalloc rather than its default mimalloc, unless ARROW_DEFAULT_MEMORY_POOL names one: mimalloc asks
+    the kernel for huge pages, and on a busy machine their faults cost 1-3 s of system time per comparison of two
+    million-row files, 3-4x jemalloc's (benchmarks/README.md). A pyarrow built without jemalloc keeps its own."""
+    import contextlib
+    import os
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    import pyarrow as pa
+
+    with contextlib.suppress(NotImplementedError):
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
