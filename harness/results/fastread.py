@@ -32,10 +32,11 @@ NUMBERS = (*NUMBER_COLUMNS, *SHAPE, "time_us", "world_size")
 
 
 def arrow_strings() -> bool:
-    """pandas keeps text in Arrow (pandas 3's ``str``): only then is a frame built from Arrow columns the same
-    as the one pandas' reader makes."""
+    """pandas 3: text in Arrow (its ``str``), so a frame built from Arrow columns is the one pandas' reader makes,
+    and copy-on-write, so columns may share their values."""
     dtype = pd.Series([""]).dtype
-    return isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
+    pandas3 = int(pd.__version__.split(".")[0]) >= 3
+    return pandas3 and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
 
 
 def header(raw: bytes) -> list[str]:
@@ -135,11 +136,11 @@ def _frame(cols: dict[str, Any]) -> pd.DataFrame | None:
         if (timed & ~(np.isfinite(time) & (time > 0))).any():
             return None
     v1 = "params" not in cols and any(c in cols for c in SHAPE)
-    empty = blank(len(time)).array
+    shared = {"": blank(len(time)), "nan": pd.Series(np.full(len(time), np.nan), copy=False)}
     out: dict[str, Any] = {"time_us": np.where(timed, time, np.nan)}
     for name, col in cols.items():
         if name != "time_us":
-            out[name] = _column(name, col, v1, empty)
+            out[name] = _column(name, col, v1, shared)
             if out[name] is None:
                 return None
     out = {name: out[name] for name in cols}
@@ -148,9 +149,10 @@ def _frame(cols: dict[str, Any]) -> pd.DataFrame | None:
     return pd.DataFrame(out, copy=False)  # one block per column, as read: no copy into 2-D blocks
 
 
-def _column(name: str, col: Any, v1: bool, empty: Any) -> Any:
-    """One column as the pandas path leaves it after its checks; None where a cell fails one. ``empty``: an
-    empty string in every row."""
+def _column(name: str, col: Any, v1: bool, shared: dict[str, pd.Series]) -> Any:
+    """One column as the pandas path leaves it after its checks; None where a cell fails one. ``shared``: the
+    column of every empty cell, as text ("") and as a number ("nan"), one for all the columns without a value
+    (pandas copies a shared column before it writes into it)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -160,7 +162,7 @@ def _column(name: str, col: Any, v1: bool, empty: Any) -> Any:
             if not pc.all(pc.or_kleene(pc.is_null(col), braced)).as_py():
                 return None
         if col.null_count == len(col):  # a column nobody filled in (most of them)
-            return empty
+            return shared[""]
         if name in ("kernel", "case_id"):  # later taken from row by row (joins, worst cases): one chunk, not ~170
             col = pa.chunked_array([col.combine_chunks()])
         return _text(pc.fill_null(col, "") if col.null_count else col)
@@ -180,7 +182,9 @@ def _column(name: str, col: Any, v1: bool, empty: Any) -> Any:
         shape = pd.array(np.where(known, vals, 0).astype(np.int64), dtype="Int64")
         shape[~known] = pd.NA
         return shape
-    if name in NUMBER_COLUMNS or col.type == pa.null():
+    if col.type == pa.null():
+        return shared["nan"]
+    if name in NUMBER_COLUMNS:
         return _floats(col)
     if _is_text(col):
         return _text(col)

@@ -125,6 +125,14 @@ def test_clean_files_it_leaves_to_pandas(name, monkeypatch):
     assert fast is None and isinstance(slow, pd.DataFrame)
 
 
+def test_columns_without_a_value_share_it_until_one_is_written(monkeypatch):
+    df = same(GOOD["v2"], monkeypatch)
+    df.loc[0, "flops"] = 5.0
+    df.loc[0, "error"] = "boom"
+    assert df["flops"].iloc[0] == 5.0 and df["bytes"].isna().all() and df["gbps"].isna().all()
+    assert df["error"].iloc[0] == "boom" and (df["artifacts"] == "").all() and (df["gpu"] == "").all()
+
+
 def test_load_results_reads_a_big_file_fast_and_the_same(tmp_path, monkeypatch):
     rows = "".join(v2_row(case=f"c{i}", time=f"{1 + i % 7}.25") for i in range(20_000))
     p = tmp_path / "big.csv"
