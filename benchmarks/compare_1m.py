@@ -65,8 +65,9 @@ def time_cli(checkout: Path, g: Path, t: Path, out: Path) -> tuple[float, float]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    # cwd: `python -m` puts the working folder first on sys.path, ahead of PYTHONPATH (else --base timed this one)
     subprocess.run([sys.executable, "-m", "harness", "compare", str(g), str(t), "--out", str(out)], env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
+                   cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
