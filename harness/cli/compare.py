@@ -73,7 +73,6 @@ def compare(
     from harness.compare.rule import Rule
     from harness.compare.store import meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
-    from harness.render.markdown import render_markdown
     from harness.render.terminal import print_comparison, stderr
     from harness.results.schema import sidecar_path
 
@@ -113,6 +112,8 @@ def compare(
         if written is not None:
             written.result()
     if markdown:
+        from harness.render.markdown import render_markdown
+
         write_text(markdown, render_markdown(cmp, artifact=str(out) if out else "the compare CSV"))
     if record:
         from harness.history.record import record_compare
