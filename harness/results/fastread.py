@@ -11,6 +11,7 @@ cells alike. Pure: bytes in, a frame out, no I/O.
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,19 @@ def arrow_strings() -> bool:
     return pandas3 and isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
 
 
-def header(raw: bytes) -> list[str]:
-    """The header row's cells, as pandas names the columns (stripped later, as load.py does)."""
-    end = raw.find(b"\n")
-    line = raw[: end if end >= 0 else len(raw)].decode("utf-8").removeprefix("\ufeff")
+def header(raw: bytes) -> list[str] | None:
+    """The header row's cells, as pandas names the columns (stripped later, as load.py does); None where the
+    first line is not UTF-8 or does not end within ``raw``'s first 64 KiB, or a NUL byte makes the file look
+    binary (load.py refuses it)."""
+    if b"\x00" in raw[:4096]:
+        return None
+    end = raw.find(b"\n", 0, 65536)
+    if end < 0 and len(raw) > 65536:
+        return None
+    try:
+        line = raw[: end if end >= 0 else len(raw)].decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return None
     return next(csv.reader([line]), [])
 
 
@@ -68,24 +78,33 @@ def chars(raw: bytes) -> int:
     return len(raw) - continuation - raw.startswith(b"\xef\xbb\xbf")
 
 
-def read(raw: bytes, min_chars: int = 0) -> pd.DataFrame | None:
+def read(source: bytes | Path, min_chars: int = 0) -> pd.DataFrame | None:
     """The checked, typed frame of a results file (before a version 1 file is upgraded), or None; None too for a
-    file of fewer than ``min_chars`` characters."""
-    if not arrow_strings() or not utf8(raw) or chars(raw) < min_chars:
+    file of fewer than ``min_chars`` characters. ``source``: the file's bytes, or its path (Arrow then reads it
+    in blocks, and its UTF-8 needs no pass of its own: every cell lands in a column Arrow checks, text, or is a
+    number or a missing-value word; the caller knows it holds ``min_chars``)."""
+    if not arrow_strings():
         return None
-    names = header(raw)
-    if [h.strip() for h in names] != names or len(set(names)) != len(names) or "" in names:
+    if isinstance(source, Path):
+        with open(source, "rb") as fh:
+            names = header(fh.read(65536))
+    elif utf8(source) and chars(source) >= min_chars:
+        names = header(source)
+        source = source.removeprefix(b"\xef\xbb\xbf")
+    else:
+        return None
+    if names is None or [h.strip() for h in names] != names or len(set(names)) != len(names) or "" in names:
         return None  # names pandas would change (stripped, made unique, "Unnamed: 3")
     if any(c not in names for c in REQUIRED):
         return None
-    table = _table(raw.removeprefix(b"\xef\xbb\xbf"))
+    table = _table(source)
     if table is None or table.num_rows == 0 or table.column_names != names:
         return None
     cols = dict(zip(names, table.columns, strict=True))
     return _frame(cols) if _types_ok(cols) else None
 
 
-def _table(data: bytes) -> Any:
+def _table(source: bytes | Path) -> Any:
     """pyarrow's CSV reader with the options pandas gives it for load.py's pyarrow engine (text columns as text,
     the same missing-value spellings), large strings as pandas keeps them; None where it refuses the file."""
     import pyarrow as pa
@@ -94,9 +113,10 @@ def _table(data: bytes) -> Any:
     opts = pacsv.ConvertOptions(
         column_types={c: pa.large_string() for c in TEXT_COLUMNS}, null_values=NA_VALUES, strings_can_be_null=True
     )
+    data = str(source) if isinstance(source, Path) else pa.BufferReader(source)
     try:
-        return pacsv.read_csv(pa.BufferReader(data), convert_options=opts)
-    except pa.ArrowException:
+        return pacsv.read_csv(data, convert_options=opts)
+    except (pa.ArrowException, OSError):
         return None
 
 

@@ -282,17 +282,25 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     The frame carries ``attrs['env']``: the sidecar metadata (``{}`` when there is none).
     """
     p = Path(path)
-    raw = _read_bytes(p)
-    df = _read_clean(raw, p)
+    df = _read_clean(p)
     if df is None:  # small, or something to explain: the pandas path names the line
+        raw = _read_bytes(p)
         df = parse_results(_decode(raw, p), p, raw)
     df.attrs["env"] = load_env(p)
     return df
 
 
-def _read_clean(raw: bytes, path: Path) -> pd.DataFrame | None:
-    """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike)."""
-    df = fastread.read(raw, min_chars=ARROW_CHARS + 1) if len(raw) > ARROW_CHARS else None
+def _read_clean(path: Path) -> pd.DataFrame | None:
+    """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike). Above
+    4 bytes a character (UTF-8's most) over that size, Arrow reads the file itself, without a copy in memory."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return None
+    if size <= ARROW_CHARS:
+        return None
+    source = path if size > 4 * ARROW_CHARS else path.read_bytes()
+    df = fastread.read(source, min_chars=ARROW_CHARS + 1)
     if df is not None:
         df = v1.upgrade(df) if v1.is_v1(df) else df
         df.attrs["path"] = str(path)

@@ -4,8 +4,6 @@ Here both read small files, with pandas' pyarrow engine forced (as it reads big 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,20 +22,28 @@ def v2_row(kernel="k", case="a", params='"{""M"": 16}"', world="1", status="ok",
     return f"{kernel},{case},{params},bf16,{world},{status},{time}{rest}\n"
 
 
-def both(text: str | bytes, monkeypatch) -> tuple[pd.DataFrame | None, pd.DataFrame | str]:
-    """(fastread's frame or None, the pandas path's frame or its one-line message), the pyarrow engine forced."""
-    monkeypatch.setattr(load, "ARROW_CHARS", 0)
-    raw = text.encode() if isinstance(text, str) else text
-    fast = load._read_clean(raw, Path("mem.csv"))
-    try:
-        slow = load.parse_results(load._decode(raw, Path("mem.csv")), Path("mem.csv"), raw)
-    except HarnessError as err:
-        return fast, str(err)
-    return fast, slow
+@pytest.fixture(params=["path", "bytes"])
+def both(request, tmp_path, monkeypatch):
+    """both(text) -> (fastread's frame or None, the pandas path's frame or its one-line message), pandas' pyarrow
+    engine forced. fastread is given the file's path (as for a big file) or its bytes (a file of 1-4 MB)."""
+
+    def run(text: str | bytes) -> tuple[pd.DataFrame | None, pd.DataFrame | str]:
+        raw = text.encode() if isinstance(text, str) else text
+        p = tmp_path / "r.csv"
+        p.write_bytes(raw)
+        monkeypatch.setattr(load, "ARROW_CHARS", 0 if request.param == "path" else len(raw) // 2)
+        fast = load._read_clean(p)
+        try:
+            slow = load.parse_results(load._decode(raw, p), p, raw)
+        except HarnessError as err:
+            return fast, str(err)
+        return fast, slow
+
+    return run
 
 
-def same(text: str | bytes, monkeypatch) -> pd.DataFrame:
-    fast, slow = both(text, monkeypatch)
+def same(text: str | bytes, both) -> pd.DataFrame:
+    fast, slow = both(text)
     assert fast is not None, "fastread gave up on a clean file"
     assert isinstance(slow, pd.DataFrame), slow
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
@@ -68,8 +74,8 @@ GOOD = {
 
 
 @pytest.mark.parametrize("name", GOOD)
-def test_clean_files_read_the_same(name, monkeypatch):
-    same(GOOD[name], monkeypatch)
+def test_clean_files_read_the_same(name, both):
+    same(GOOD[name], both)
 
 
 BAD = {
@@ -101,12 +107,16 @@ BAD = {
     "ragged": V2 + v2_row(rest=REST + ",extra"),
     "not_utf8": (V2 + v2_row(case="caf\xe9")).encode("latin-1"),
     "bool_column": "kernel,case_id,time_us,status,flag\nk,a,5,ok,true\n",
+    "nul_byte": V2 + v2_row(case="a\x00b"),
+    "not_utf8_in_a_text_column": (V2 + v2_row(rest=",caf\xe9" + "," * (len(COLUMNS) - 8))).encode("latin-1"),
+    "not_utf8_in_an_extra_column": "kernel,case_id,time_us,status,note\nk,a,5,ok,caf\xe9\n".encode("latin-1"),
+    "not_utf8_in_the_header": "kernel,case_id,time_us,status,caf\xe9\nk,a,5,ok,x\n".encode("latin-1"),
 }
 
 
 @pytest.mark.parametrize("name", BAD)
-def test_what_it_does_not_accept_goes_to_the_pandas_path(name, monkeypatch):
-    fast, slow = both(BAD[name], monkeypatch)
+def test_what_it_does_not_accept_goes_to_the_pandas_path(name, both):
+    fast, slow = both(BAD[name])
     assert fast is None
 
 
@@ -120,31 +130,41 @@ LEFT_TO_PANDAS = {
 
 
 @pytest.mark.parametrize("name", LEFT_TO_PANDAS)
-def test_clean_files_it_leaves_to_pandas(name, monkeypatch):
-    fast, slow = both(LEFT_TO_PANDAS[name], monkeypatch)
+def test_clean_files_it_leaves_to_pandas(name, both):
+    fast, slow = both(LEFT_TO_PANDAS[name])
     assert fast is None and isinstance(slow, pd.DataFrame)
 
 
-def test_columns_without_a_value_share_it_until_one_is_written(monkeypatch):
-    df = same(GOOD["v2"], monkeypatch)
+def test_columns_without_a_value_share_it_until_one_is_written(both):
+    df = same(GOOD["v2"], both)
     df.loc[0, "flops"] = 5.0
     df.loc[0, "error"] = "boom"
     assert df["flops"].iloc[0] == 5.0 and df["bytes"].isna().all() and df["gbps"].isna().all()
     assert df["error"].iloc[0] == "boom" and (df["artifacts"] == "").all() and (df["gpu"] == "").all()
 
 
-def test_load_results_reads_a_big_file_fast_and_the_same(tmp_path, monkeypatch):
+#: a 1.2 MB file read from its bytes (ARROW_CHARS as shipped), and from its path (above 4 x ARROW_CHARS bytes)
+SIZES = {"bytes": load.ARROW_CHARS, "path": 200_000}
+
+
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_load_results_reads_a_big_file_fast_and_the_same(tmp_path, monkeypatch, arrow_chars):
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
     rows = "".join(v2_row(case=f"c{i}", time=f"{1 + i % 7}.25") for i in range(20_000))
     p = tmp_path / "big.csv"
     p.write_text(V2 + rows)
-    assert p.stat().st_size > load.ARROW_CHARS
+    assert p.stat().st_size > arrow_chars
+    slow = load.parse_results(p.read_text(), p, p.read_bytes())
     calls = []
     monkeypatch.setattr(load, "parse_results", lambda *a: calls.append(a))
     df = load.load_results(p)
-    assert not calls and len(df) == 20_000 and df.attrs["path"] == str(p) and df.attrs["env"] == {}
+    assert not calls and df.attrs["env"] == {}
+    pd.testing.assert_frame_equal(df, slow, check_exact=True)
 
 
-def test_a_big_file_with_a_mistake_still_names_its_line(tmp_path):
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_a_big_file_with_a_mistake_still_names_its_line(tmp_path, monkeypatch, arrow_chars):
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
     rows = [v2_row(case=f"c{i}", time="3") for i in range(20_000)]
     rows[7000] = v2_row(case="c7000", time="-1")
     p = tmp_path / "big.csv"
@@ -186,8 +206,8 @@ def files(draw) -> str:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files())
-def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(monkeypatch, text):
-    fast, slow = both(text, monkeypatch)
+def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(both, text):
+    fast, slow = both(text)
     if isinstance(slow, str):
         assert fast is None, f"fastread accepted a file the loader refuses: {slow}"
     elif fast is not None:
