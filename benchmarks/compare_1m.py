@@ -1,6 +1,7 @@
-"""Time `harness compare` on two 1,000,000-row results files (target: under 5 s on a 2-core machine).
+"""Time `harness compare` on two 1,000,000-row results files (target: the whole CLI in at most 3 s on a 2-core
+machine; results in benchmarks/README.md).
 
-    python benchmarks/compare_1m.py [--rows 1000000] [--keep DIR] [--cli [--base OTHER_CHECKOUT]]
+    python benchmarks/compare_1m.py [--rows 1000000] [--keep DIR] [--cli | --stages [--base OTHER_CHECKOUT]]
 
 Writes two synthetic results files with the runner's full column set (TOT = golden x a random factor,
 some failures and missing cases), then times load + validate + join + verdicts + CSV/markdown output,
@@ -10,6 +11,10 @@ the same code path as the CLI. Prints one line per stage and the total.
 validate, compare, terminal table, compare.csv), wall-clock and CPU (user + sys) of each run; with --base, another
 checkout's harness too, interleaved run by run, so both see the same machine. On a shared machine trust the CPU
 seconds over the wall-clock ones, and report the load average printed with them.
+
+--stages times each stage of one compare in a fresh process (imports; read+parse and validate of both files, one
+after the other; compare; terminal summary; compare.csv and its metadata), CPU and wall, with --base the same for
+another checkout (any version of harness: the stages are found by name).
 """
 
 from __future__ import annotations
@@ -65,11 +70,77 @@ def time_cli(checkout: Path, g: Path, t: Path, out: Path) -> tuple[float, float]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    # cwd: `python -m` puts the working folder first on sys.path, ahead of PYTHONPATH (else --base timed this one)
     subprocess.run([sys.executable, "-m", "harness", "compare", str(g), str(t), "--out", str(out)], env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
+                   cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+#: run in a fresh interpreter of the checkout timed (old and new harness alike): each stage of one compare,
+#: in order and one file after the other, CPU (user + sys of the process) and wall seconds
+STAGES = r"""
+import json, os, resource, sys, time
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+c0, w0 = cpu(), time.perf_counter()
+import harness.cli.compare, harness.compare.compare as C, harness.compare.store as S, harness.render.terminal as R
+import harness.results.load as L
+from harness.compare.rule import Rule
+import pandas, pyarrow, pyarrow.csv
+try:
+    import harness.results.fastread as F
+except ImportError:
+    F = None
+got = {"imports": [cpu() - c0, time.perf_counter() - w0]}
+getattr(harness.cli.compare, "_arrow_allocator", lambda: None)()  # what the command sets up, where it does
+def timed(mod, name, stage):
+    f = getattr(mod, name)
+    def g(*a, **k):
+        c, w = cpu(), time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            got.setdefault(stage, [0.0, 0.0])
+            got[stage][0] += cpu() - c
+            got[stage][1] += time.perf_counter() - w
+    setattr(mod, name, g)
+for mod, name in ((L, "_read_bytes"), (L, "_decode"), (L, "_read_frame"), (F, "_table")):
+    if mod is not None and hasattr(mod, name):
+        timed(mod, name, "read+parse")
+timed(L, "load_results", "load")
+g, t, out = sys.argv[1:4]
+frames = [L.load_results(g), L.load_results(t)]
+c, w = cpu(), time.perf_counter()
+table, warnings = C.compare_frames(*frames, Rule())
+got["compare"] = [cpu() - c, time.perf_counter() - w]
+cmp = C.Comparison(table=table, rule=Rule())
+c, w = cpu(), time.perf_counter()
+with open(os.devnull, "w") as devnull:
+    R.print_comparison(cmp, console=R.Console(file=devnull, width=80))
+got["terminal"] = [cpu() - c, time.perf_counter() - w]
+c, w = cpu(), time.perf_counter()
+S.write_compare(cmp, out)
+got["write"] = [cpu() - c, time.perf_counter() - w]
+got["validate"] = [a - b for a, b in zip(got.pop("load"), got["read+parse"])]
+got["total"] = [cpu() - c0, time.perf_counter() - w0]
+order = ("imports", "read+parse", "validate", "compare", "terminal", "write", "total")
+print(json.dumps({k: got[k] for k in order}))
+"""
+
+
+def time_stages(checkout: Path, g: Path, t: Path, out: Path) -> dict[str, list[float]]:
+    """{stage: [cpu, wall]} of one compare by ``checkout``'s harness, in a process of its own (see STAGES)."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run([sys.executable, "-c", STAGES, str(g), str(t), str(out)], env=env, cwd=checkout,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -79,7 +150,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="time this many runs; the best is reported")
     ap.add_argument("--reuse", action="store_true", help="time files left in --keep by an earlier run")
     ap.add_argument("--cli", action="store_true", help="time the whole CLI, a process per run")
-    ap.add_argument("--base", type=Path, help="with --cli: another checkout to time too, interleaved")
+    ap.add_argument("--base", type=Path, help="with --cli or --stages: another checkout to time too, interleaved")
+    ap.add_argument("--stages", action="store_true", help="CPU and wall of each stage, a process per run")
     a = ap.parse_args()
     d = a.keep or Path(tempfile.mkdtemp())
     d.mkdir(parents=True, exist_ok=True)
@@ -90,11 +162,20 @@ def main() -> None:
         make(t, a.rows, 2, base)
     print(f"wrote 2 x {a.rows:,} rows ({g.stat().st_size / 1e6:.0f} MB each) in {time.perf_counter() - t0:.1f} s")
 
+    here = Path(__file__).resolve().parents[1]
+    sides = [("this", here)] + ([("base", a.base.resolve())] if a.base else [])
+    if a.stages:
+        import os
+
+        for k in range(a.repeat):
+            for name, checkout in sides:
+                got = time_stages(checkout, g, t, d / f"compare-{name}.csv")
+                shown = ", ".join(f"{s} {c:.2f}/{w:.2f}" for s, (c, w) in got.items())
+                print(f"run {k + 1} {name} (cpu/wall s): {shown}   (load average {os.getloadavg()[0]:.2f})")
+        return
     if a.cli:
         import os
 
-        here = Path(__file__).resolve().parents[1]
-        sides = [("this", here)] + ([("base", a.base.resolve())] if a.base else [])
         for k in range(a.repeat):
             shown = []
             for name, checkout in sides:

@@ -74,10 +74,11 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from harness.compare.compare import compare_files
     from harness.compare.store import meta_path, write_compare
     from harness.fsutil import check_writable, refuse_overwrite, write_text
-    from harness.render.markdown import render_markdown
     from harness.render.terminal import print_comparison, stderr
     from harness.results.schema import sidecar_path
 
@@ -101,14 +102,19 @@ def compare(
         from harness.compare.calibration import load_calibration
 
         load_calibration(calibration)
+    _arrow_allocator()
     cmp = compare_files(golden, tot, rule, unstable=unstable)
     _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")
-    print_comparison(cmp, worst=worst)
-    if out:
-        write_compare(cmp, out)
+    with ThreadPoolExecutor(1) as pool:  # Arrow formats the CSV without the GIL while rich lays out the summary
+        written = pool.submit(write_compare, cmp, out) if out else None
+        print_comparison(cmp, worst=worst)
+        if written is not None:
+            written.result()
     if markdown:
+        from harness.render.markdown import render_markdown
+
         write_text(markdown, render_markdown(cmp, artifact=str(out) if out else "the compare CSV"))
     if record:
         from harness.history.record import record_compare
@@ -133,3 +139,18 @@ def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
     picked = pick_calibration(cmp, explicit, recorded)
     if picked is not None:
         calibrate_comparison(cmp, *picked)
+
+
+def _arrow_allocator() -> None:
+    """Arrow's jemalloc rather than its default mimalloc, unless ARROW_DEFAULT_MEMORY_POOL names one: mimalloc asks
+    the kernel for huge pages, and on a busy machine their faults cost 1-3 s of system time per comparison of two
+    million-row files, 3-4x jemalloc's (benchmarks/README.md). A pyarrow built without jemalloc keeps its own."""
+    import contextlib
+    import os
+
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    import pyarrow as pa
+
+    with contextlib.suppress(NotImplementedError):
+        pa.set_memory_pool(pa.jemalloc_memory_pool())

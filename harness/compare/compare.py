@@ -23,6 +23,7 @@ from harness.compare.notes import (
 )
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
 from harness.errors import HarnessError
+from harness.results.fastread import blank
 from harness.results.load import case_key, load_results, params_of
 from harness.results.schema import STATUSES, TIMED_STATUSES
 
@@ -140,8 +141,7 @@ def _col(df: pd.DataFrame, name: str, rows: np.ndarray, fill: object = "") -> pd
         if name not in df.columns:
             return np.full(len(rows), np.nan)
         vals = df[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        out = vals[np.where(rows >= 0, rows, 0)] if len(vals) else np.full(len(rows), np.nan)
-        return np.where(rows >= 0, out, np.nan)
+        return pd.api.extensions.take(vals, rows, allow_fill=True, fill_value=np.nan)  # one pass, a new array
     if name not in df.columns:
         return pd.Series([""] * len(rows), dtype="str")
     col = df[name].astype("str")
@@ -246,10 +246,12 @@ def compare_frames(
     )
     tot_cfg = _col(tot, "config", j.ti)
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
-    cols["tot_config"] = tot_cfg.where(tot_cfg != cols["golden_config"], "")
+    differs = tot_cfg != cols["golden_config"]
+    cols["tot_config"] = tot_cfg.where(differs, "") if differs.any() else blank(len(tot_cfg))
     cols["note"] = _notes(j, vcode, pct)
     cols.update(_evidence(j, gu, tu, vcode, rule))
-    return pd.DataFrame(cols)[[c for c in COMPARE_COLUMNS if c in cols]], warnings
+    table = pd.DataFrame({c: cols[c] for c in COMPARE_COLUMNS if c in cols}, copy=False)  # no 2-D block copy
+    return table, warnings
 
 
 def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule) -> dict[str, Any]:
@@ -258,10 +260,7 @@ def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rul
     sides = ((j.golden, j.gi), (j.tot, j.ti))
 
     def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return tuple(
-            _col(df, "rep_times_us", rows[near]).to_numpy(dtype=object) if "rep_times_us" in df.columns else None
-            for df, rows in sides
-        )
+        return tuple(_rep_texts(df, rows[near]) for df, rows in sides)
 
     counted = tuple(
         np.asarray(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan), dtype=float)
@@ -275,6 +274,15 @@ def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rul
     return ev
 
 
+def _rep_texts(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
+    """The rep-time cells of ``rows``; None where none holds any (as without the column: nothing to parse, and
+    no Python string made for each of a million empty cells)."""
+    if "rep_times_us" not in df.columns:
+        return None
+    texts = _col(df, "rep_times_us", rows)
+    return texts.to_numpy(dtype=object) if texts.str.len().any() else None
+
+
 def _status_column(codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(codes < 0, len(STATUSES), codes), categories=[*STATUSES, ""])
 
@@ -283,7 +291,8 @@ def _case_columns(j: _Joined, golden_name: str, tot_name: str) -> dict[str, Any]
     """What names and describes each case: golden's values, else TOT's (refusing a case described two ways)."""
     cols: dict[str, Any] = {}
     for c in ("kernel", "case_id"):
-        cols[c] = _col(j.golden, c, j.gi).where(j.gi >= 0, _col(j.tot, c, j.ti))
+        col = _col(j.golden, c, j.gi)
+        cols[c] = col if (j.gi >= 0).all() else col.where(j.gi >= 0, _col(j.tot, c, j.ti))
     for c in ("params", "dtype", "peak"):
         cols[c] = _same_case_column(j.golden, j.tot, j.gi, j.ti, c, cols, golden_name, tot_name)
     for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
@@ -342,8 +351,8 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
     """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
     g, t = j.golden, j.tot
     if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
-        g_reps = pd.Series(_col(g, "rep_times_us", j.gi[flagged]), dtype=object).astype(str)
-        t_reps = pd.Series(_col(t, "rep_times_us", j.ti[flagged]), dtype=object).astype(str)
+        g_reps = _col(g, "rep_times_us", j.gi[flagged])
+        t_reps = _col(t, "rep_times_us", j.ti[flagged])
         both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()  # files without rep times: skip
         for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
@@ -352,7 +361,8 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
         g_clk = _col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
         t_clk = _col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
-        for i, gc, tc in zip(flagged, g_clk, t_clk, strict=True):
+        known = (g_clk > 0) & (t_clk > 0)  # clock_note says nothing without both clocks: ask it only here
+        for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
             note = clock_note(float(gc), float(tc), float(pct[i]))
             if note:
                 add(int(i), note)
@@ -367,24 +377,26 @@ def _same_case_column(
     cols: dict[str, Any],
     golden_name: str,
     tot_name: str,
-) -> np.ndarray:
+) -> pd.Series:
     """A column that describes the case (its parameters, dtype, roof): golden's value, else TOT's. Where both
     have one and they differ, the same (kernel, case_id) names two different cases: refused. Parameters are
     compared key by key where the texts differ (a version 1 file knows only B, M, N, K)."""
-    gv = _col(golden, c, gi).to_numpy(dtype=object)
-    tv = _col(tot, c, ti).to_numpy(dtype=object)
-    differ = np.flatnonzero((gv != "") & (tv != "") & (gv != tv))
+    gv, tv = _col(golden, c, gi), _col(tot, c, ti)
+    g_empty = (gv == "").to_numpy()
+    differ = np.flatnonzero(~g_empty & (tv != "").to_numpy() & (gv != tv).to_numpy())
     for i in differ:
         if c == "params":
-            g, t = params_of(gv[i]), params_of(tv[i])
+            g, t = params_of(gv.iloc[i]), params_of(tv.iloc[i])
             clash = sorted(k for k in set(g) & set(t) if g[k] != t[k])
             if not clash:
                 continue
             what = f"parameter {clash[0]} is {g[clash[0]]!r} in {golden_name} but {t[clash[0]]!r} in {tot_name}"
         else:
-            what = f"column '{c}' is {gv[i]} in {golden_name} but {tv[i]} in {tot_name}"
+            what = f"column '{c}' is {gv.iloc[i]} in {golden_name} but {tv.iloc[i]} in {tot_name}"
         raise HarnessError(f"case ({cols['kernel'][i]}, {cols['case_id'][i]}): {what}; same case_id, different case")
-    return np.where(gv == "", tv, gv)
+    if g_empty.all():
+        return tv
+    return gv.where(~g_empty, tv) if g_empty.any() else gv
 
 
 def worst_first(table: pd.DataFrame) -> np.ndarray:

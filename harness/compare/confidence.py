@@ -123,6 +123,32 @@ def evidence(
     :func:`rep_stats` triples."""
     g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
     (ng, _, sdg), (nt, _, sdt) = golden_reps, tot_reps
+    code = {v: i for i, v in enumerate(VERDICTS)}
+    v = np.asarray(verdict_codes)
+    judged = np.isin(v, [code["regression"], code["improvement"], code["ok"]])
+    # only cases with 2+ reps a side can be known: the arithmetic runs on those alone (often none of a million)
+    rows = np.flatnonzero(judged & (ng >= 2) & (nt >= 2))
+    noise, lo, hi, half, reg_lim, imp_lim = _interval(g[rows], t[rows], ng[rows], sdg[rows], nt[rows], sdt[rows], rule)
+    vr = v[rows]
+    sure = np.select(
+        [vr == code["regression"], vr == code["improvement"], vr == code["ok"]],
+        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
+        default=False,
+    )
+    known = np.isfinite(half)
+    conf = np.where(judged, 2, 3).astype(np.int8)
+    conf[rows] = np.where(known, np.where(sure, 0, 1), 2)
+    out = {"confidence": conf}
+    for name, values in (("noise_pct", noise), ("delta_lo_pct", lo), ("delta_hi_pct", hi)):
+        out[name] = np.full(len(v), np.nan)
+        out[name][rows] = np.where(known, values, np.nan)
+    return out
+
+
+def _interval(
+    g: np.ndarray, t: np.ndarray, ng: np.ndarray, sdg: np.ndarray, nt: np.ndarray, sdt: np.ndarray, rule: Rule
+) -> tuple[np.ndarray, ...]:
+    """(noise %, lo, hi, half-width of Δ%'s 95 % interval, regression limit, improvement limit) per case."""
     with np.errstate(invalid="ignore", divide="ignore"):
         rg = np.fmax(sdg / g, NOISE_FLOOR_PCT / 100)  # relative noise of one rep
         rt = np.fmax(sdt / t, NOISE_FLOOR_PCT / 100)
@@ -132,25 +158,8 @@ def evidence(
         df = (a + b) ** 2 / (a**2 / np.fmax(nt - 1, 1) + b**2 / np.fmax(ng - 1, 1))
         half = t975(np.nan_to_num(df, nan=1.0)) * se
         delta = 100.0 * (ratio - 1.0)
-        lo, hi = delta - half, delta + half
         reg_lim, imp_lim = rule.limits_pct(g)
-    code = {v: i for i, v in enumerate(VERDICTS)}
-    v = np.asarray(verdict_codes)
-    sure = np.select(
-        [v == code["regression"], v == code["improvement"], v == code["ok"]],
-        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
-        default=False,
-    )
-    judged = np.isin(v, [code["regression"], code["improvement"], code["ok"]])
-    known = judged & (ng >= 2) & (nt >= 2) & np.isfinite(half)
-    conf = np.where(~judged, 3, np.where(~known, 2, np.where(sure, 0, 1))).astype(np.int8)
-    keep = judged & known
-    return {
-        "confidence": conf,
-        "noise_pct": np.where(keep, 100.0 * np.fmax(rg, rt), np.nan),
-        "delta_lo_pct": np.where(keep, lo, np.nan),
-        "delta_hi_pct": np.where(keep, hi, np.nan),
-    }
+        return 100.0 * np.fmax(rg, rt), delta - half, delta + half, half, reg_lim, imp_lim
 
 
 def near_limit(golden_us: np.ndarray, tot_us: np.ndarray, verdict_codes: np.ndarray, rule: Rule) -> np.ndarray:

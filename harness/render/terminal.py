@@ -171,12 +171,14 @@ def _print_per_kernel(con: Console, cmp: Comparison, keys: dict[str, str]) -> No
 
 
 def _print_regressions(con: Console, t: pd.DataFrame, keys: dict[str, str], worst: int, quiet: bool = False) -> None:
-    reg = t[(t["verdict"] == "regression").to_numpy()]
-    if not len(reg):
+    rows = np.flatnonzero((t["verdict"] == "regression").to_numpy())
+    if not len(rows):
         if not quiet:
             con.print("[green]no regressions[/]")
         return
-    reg = reg.iloc[worst_first(reg)].head(worst)
+    # rank by the two columns worst_first reads, then take only the rows and columns shown (not 22 of each row)
+    rows = rows[worst_first(t[["verdict", "delta_pct"]].iloc[rows])[:worst]]
+    reg = t[["kernel", "case_id", "golden_us", "tot_us", "delta_pct", "limit_us"]].iloc[rows]
     table = plain_table(f"worst {len(reg)} of {int((t['verdict'] == 'regression').sum())} regressions (times in µs)")
     table.add_column("kernel", no_wrap=True)
     table.add_column("case_id", overflow="fold")
@@ -201,7 +203,7 @@ def _print_list(con: Console, t: pd.DataFrame, keys: dict[str, str], verdicts: t
     # worst verdict first, then the table's (golden's) order
     rank = pd.Categorical(t["verdict"].iloc[rows], categories=list(VERDICTS)).codes
     rows = rows[np.argsort(rank, kind="stable")]
-    shown = t.iloc[rows[:LIST_FIRST]]
+    shown = t[[c for c in ("kernel", "case_id", "verdict", "note") if c in t.columns]].iloc[rows[:LIST_FIRST]]
     labels = [f"{keys[str(k)]} {c}" for k, c in zip(shown["kernel"], shown["case_id"])]
     notes = shown["note"] if "note" in shown.columns else [""] * len(shown)
     # the note says which side failed and how (compare_frames); without one, the verdict does

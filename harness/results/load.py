@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results import v1
+from harness.results import fastread, v1
 from harness.results.cells import text
 from harness.results.schema import (
     NUMBER_COLUMNS,
@@ -81,7 +81,9 @@ def _line_numbers(text: str, nrows: int) -> np.ndarray:
     return np.arange(2, nrows + 2, dtype=np.int64)
 
 
-NA_VALUES = ["", "nan", "NaN", "NAN", "-nan"]
+NA_VALUES = fastread.NA_VALUES
+#: files above this many characters are read by pandas' pyarrow engine (the C reader below it)
+ARROW_CHARS = 1_000_000
 
 
 def _text(col: pd.Series) -> pd.Series:
@@ -107,7 +109,7 @@ def _read_frame(text: str, path: Path, ncols: int, raw: bytes | None = None) -> 
     """pandas' pyarrow reader (multithreaded, ~4x faster on big files) when it is there and the file is
     clean; the C reader otherwise, which also gives the precise message for a malformed file."""
     kw: dict[str, Any] = dict(dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False, na_values=NA_VALUES)
-    if len(text) > 1_000_000:
+    if len(text) > ARROW_CHARS:
         try:
             import pyarrow  # noqa: F401
 
@@ -280,9 +282,28 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     The frame carries ``attrs['env']``: the sidecar metadata (``{}`` when there is none).
     """
     p = Path(path)
-    raw = _read_bytes(p)
-    df = parse_results(_decode(raw, p), p, raw)
+    df = _read_clean(p)
+    if df is None:  # small, or something to explain: the pandas path names the line
+        raw = _read_bytes(p)
+        df = parse_results(_decode(raw, p), p, raw)
     df.attrs["env"] = load_env(p)
+    return df
+
+
+def _read_clean(path: Path) -> pd.DataFrame | None:
+    """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike). Above
+    4 bytes a character (UTF-8's most) over that size, Arrow reads the file itself, without a copy in memory."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return None
+    if size <= ARROW_CHARS:
+        return None
+    source = path if size > 4 * ARROW_CHARS else path.read_bytes()
+    df = fastread.read(source, min_chars=ARROW_CHARS + 1)
+    if df is not None:
+        df = v1.upgrade(df) if v1.is_v1(df) else df
+        df.attrs["path"] = str(path)
     return df
 
 

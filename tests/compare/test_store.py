@@ -41,6 +41,20 @@ def test_write_and_reload(tmp_path):
         assert c in cols
 
 
+def test_a_big_table_written_in_two_halves_is_the_same_bytes(tmp_path, monkeypatch):
+    from harness.compare import store
+
+    table = compare_files(G, T).table
+
+    def written(name: str) -> bytes:
+        store.write_csv(table, tmp_path / name)
+        return (tmp_path / name).read_bytes()
+
+    whole = written("whole.csv")
+    monkeypatch.setattr(store, "SPLIT_ROWS", 2)
+    assert len(table) > 2 and written("halves.csv") == whole
+
+
 def test_old_compare_files_load_and_their_skips_are_relabelled(tmp_path):
     # files written before the skip verdicts called a skipped side failed_in_*
     old = tmp_path / "old.csv"

@@ -1,0 +1,214 @@
+"""fastread, the Arrow-only reading of big results files, can only say yes: every file it accepts, the pandas path
+accepts as the same frame, and every file the pandas path refuses, it gives back (None) for that path to explain.
+Here both read small files, with pandas' pyarrow engine forced (as it reads big files) so both see the same cells."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import HarnessError
+from harness.results import fastread, load
+from harness.results.schema import COLUMNS
+from tests.conftest import HEADER
+
+V2 = ",".join(COLUMNS) + "\n"
+REST = "," * (len(COLUMNS) - 7)
+
+
+def v2_row(kernel="k", case="a", params='"{""M"": 16}"', world="1", status="ok", time="5.5", rest=REST) -> str:
+    return f"{kernel},{case},{params},bf16,{world},{status},{time}{rest}\n"
+
+
+@pytest.fixture(params=["path", "bytes"])
+def both(request, tmp_path, monkeypatch):
+    """both(text) -> (fastread's frame or None, the pandas path's frame or its one-line message), pandas' pyarrow
+    engine forced. fastread is given the file's path (as for a big file) or its bytes (a file of 1-4 MB)."""
+
+    def run(text: str | bytes) -> tuple[pd.DataFrame | None, pd.DataFrame | str]:
+        raw = text.encode() if isinstance(text, str) else text
+        p = tmp_path / "r.csv"
+        p.write_bytes(raw)
+        monkeypatch.setattr(load, "ARROW_CHARS", 0 if request.param == "path" else len(raw) // 2)
+        fast = load._read_clean(p)
+        try:
+            slow = load.parse_results(load._decode(raw, p), p, raw)
+        except HarnessError as err:
+            return fast, str(err)
+        return fast, slow
+
+    return run
+
+
+def same(text: str | bytes, both) -> pd.DataFrame:
+    fast, slow = both(text)
+    assert fast is not None, "fastread gave up on a clean file"
+    assert isinstance(slow, pd.DataFrame), slow
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    assert fast.attrs == slow.attrs
+    return fast
+
+
+def test_whitespace_is_what_python_strips():
+    assert set(fastread.WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
+
+
+GOOD = {
+    "v2": V2 + v2_row() + v2_row(case="b", status="compile_error", time="", params="") + v2_row(case="c", world=""),
+    "v1": HEADER + "k,a,128,16,512,128,bf16,5.8,ok,,\nk,b,128,32,512,128,bf16,,compile_error,,boom\n",
+    "v1_missing_shape": HEADER + "k,a,128,,512,128,bf16,5.8,ok,,\n",
+    "unstable": V2 + v2_row(status="unstable", time="7"),
+    "nan_spellings": V2 + v2_row(status="skipped", time="NaN") + v2_row(case="b", status="timeout", time="-nan"),
+    "int_times": V2 + v2_row(time="5") + v2_row(case="b", time="7"),
+    "same_case_two_kernels": V2 + v2_row() + v2_row(kernel="k2"),
+    "extra_columns": "kernel,case_id,time_us,status,note,count,empty\nk,a,5,ok,hi,3,\nk,b,6,ok,,4,\n",
+    "text_nan_is_blank": V2 + v2_row(rest=REST + "nan"),
+    "quoted_config": V2 + v2_row(rest=',"{""BLOCK_SIZE_M"": 64}"' + "," * (len(COLUMNS) - 8)),
+    "bom": "\ufeff" + V2 + v2_row(),
+    "crlf": (V2 + v2_row() + v2_row(case="b")).replace("\n", "\r\n"),
+    "unicode": V2 + v2_row(case="ü-µs", params='"{""name"": ""gemm µ""}"'),
+    "inner_spaces_kept": V2 + v2_row(case="a b"),
+}
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_clean_files_read_the_same(name, both):
+    same(GOOD[name], both)
+
+
+BAD = {
+    "header_only": V2,
+    "missing_column": "kernel,case_id,status\nk,a,ok\n",
+    "duplicate_header": "kernel,case_id,time_us,status,status\nk,a,5,ok,ok\n",
+    "header_spaces": "kernel, case_id,time_us,status\nk,a,5,ok\n",
+    "non_numeric_time": V2 + v2_row(time="fast"),
+    "negative_time": V2 + v2_row() + v2_row(case="b", time="-3.5"),
+    "zero_time": V2 + v2_row(time="0"),
+    "nan_time": V2 + v2_row(time="nan"),
+    "inf_time": V2 + v2_row(time="inf"),
+    "missing_time": V2 + v2_row(time=""),
+    "unknown_status": V2 + v2_row(status="passed"),
+    "duplicate_case": V2 + v2_row() + v2_row(case="b") + v2_row(time="6"),
+    "empty_kernel": V2 + v2_row(kernel=""),
+    "nan_case": V2 + v2_row(case="nan"),
+    "tab_case": V2 + v2_row(case="a\t"),
+    "python_only_space": V2 + v2_row(case="a\x1c"),
+    "unicode_space": V2 + v2_row(case="\u3000a"),
+    "params_not_json": V2 + v2_row(params="M=16"),
+    "world_zero": V2 + v2_row(world="0"),
+    "world_fraction": V2 + v2_row(world="1.5"),
+    "world_text": V2 + v2_row(world="two"),
+    "number_text": V2 + v2_row(rest=",,,x" + "," * (len(COLUMNS) - 10)),
+    "bad_shape": HEADER + "k,a,1,sixteen,1,1,bf16,5,ok,,\n",
+    "fractional_shape": HEADER + "k,a,1,16.5,1,1,bf16,5,ok,,\n",
+    "negative_shape": HEADER + "k,a,1,-16,1,1,bf16,5,ok,,\n",
+    "ragged": V2 + v2_row(rest=REST + ",extra"),
+    "not_utf8": (V2 + v2_row(case="caf\xe9")).encode("latin-1"),
+    "bool_column": "kernel,case_id,time_us,status,flag\nk,a,5,ok,true\n",
+    "nul_byte": V2 + v2_row(case="a\x00b"),
+    "not_utf8_in_a_text_column": (V2 + v2_row(rest=",caf\xe9" + "," * (len(COLUMNS) - 8))).encode("latin-1"),
+    "not_utf8_in_an_extra_column": "kernel,case_id,time_us,status,note\nk,a,5,ok,caf\xe9\n".encode("latin-1"),
+    "not_utf8_in_the_header": "kernel,case_id,time_us,status,caf\xe9\nk,a,5,ok,x\n".encode("latin-1"),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_what_it_does_not_accept_goes_to_the_pandas_path(name, both):
+    fast, slow = both(BAD[name])
+    assert fast is None
+
+
+#: clean files with something fastread leaves to pandas (text to strip or to lower, words in a number column)
+LEFT_TO_PANDAS = {
+    "garbage_time_on_failed_row": V2 + v2_row(status="timeout", time="n/a") + v2_row(case="b"),
+    "upper_status": V2 + v2_row(status="OK"),
+    "padded_kernel": V2 + v2_row(kernel=" k"),
+    "params_padded": V2 + v2_row(params='" {}"'),
+}
+
+
+@pytest.mark.parametrize("name", LEFT_TO_PANDAS)
+def test_clean_files_it_leaves_to_pandas(name, both):
+    fast, slow = both(LEFT_TO_PANDAS[name])
+    assert fast is None and isinstance(slow, pd.DataFrame)
+
+
+def test_columns_without_a_value_share_it_until_one_is_written(both):
+    df = same(GOOD["v2"], both)
+    df.loc[0, "flops"] = 5.0
+    df.loc[0, "error"] = "boom"
+    assert df["flops"].iloc[0] == 5.0 and df["bytes"].isna().all() and df["gbps"].isna().all()
+    assert df["error"].iloc[0] == "boom" and (df["artifacts"] == "").all() and (df["gpu"] == "").all()
+
+
+#: a 1.2 MB file read from its bytes (ARROW_CHARS as shipped), and from its path (above 4 x ARROW_CHARS bytes)
+SIZES = {"bytes": load.ARROW_CHARS, "path": 200_000}
+
+
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_load_results_reads_a_big_file_fast_and_the_same(tmp_path, monkeypatch, arrow_chars):
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
+    rows = "".join(v2_row(case=f"c{i}", time=f"{1 + i % 7}.25") for i in range(20_000))
+    p = tmp_path / "big.csv"
+    p.write_text(V2 + rows)
+    assert p.stat().st_size > arrow_chars
+    slow = load.parse_results(p.read_text(), p, p.read_bytes())
+    calls = []
+    monkeypatch.setattr(load, "parse_results", lambda *a: calls.append(a))
+    df = load.load_results(p)
+    assert not calls and df.attrs["env"] == {}
+    pd.testing.assert_frame_equal(df, slow, check_exact=True)
+
+
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_a_big_file_with_a_mistake_still_names_its_line(tmp_path, monkeypatch, arrow_chars):
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
+    rows = [v2_row(case=f"c{i}", time="3") for i in range(20_000)]
+    rows[7000] = v2_row(case="c7000", time="-1")
+    p = tmp_path / "big.csv"
+    p.write_text(V2 + "".join(rows))
+    with pytest.raises(HarnessError, match=r"line 7002: column 'time_us' time must be positive"):
+        load.load_results(p)
+
+
+#: cells of clean rows (any mix loads), and the cells that may replace one of them (most are refused)
+CLEAN = {
+    "kernel": st.sampled_from(["k", "k2", "gemm_bf16"]),
+    "params": st.sampled_from(["", '"{""M"": 1}"', "{}", '"{""M"": 2, ""N"": 8}"']),
+    "world": st.sampled_from(["", "1", "2", "1.0"]),
+    "status": st.sampled_from(["ok", "unstable", "compile_error", "skipped"]),
+    "time": st.sampled_from(["5", "5.5", "1e3", "0.0001", "123456.789"]),
+}
+TRICKY = {
+    "kernel": ["", " k", "nan", "K", "k\x1f"],
+    "case": ["a", "a ", "", "NaN", "ü", "c0"],
+    "params": [" {}", "x", "{", "nan"],
+    "world": ["0", "1.5", "x", "-nan", "inf", "1e300"],
+    "status": ["OK", "bad", "", " ok"],
+    "time": ["", "nan", "inf", "0", "-1", "x", " 2", "-nan"],
+}
+
+
+@st.composite
+def files(draw) -> str:
+    rows = draw(st.lists(st.fixed_dictionaries(CLEAN), min_size=1, max_size=6))
+    for i, r in enumerate(rows):
+        r["case"] = f"c{i}"
+        if r["status"] not in ("ok", "unstable"):
+            r["time"] = draw(st.sampled_from(["", "nan", r["time"]]))
+    if draw(st.booleans()):
+        field = draw(st.sampled_from(sorted(TRICKY)))
+        rows[draw(st.integers(0, len(rows) - 1))][field] = draw(st.sampled_from(TRICKY[field]))
+    return V2 + "".join(v2_row(**r) for r in rows)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files())
+def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(both, text):
+    fast, slow = both(text)
+    if isinstance(slow, str):
+        assert fast is None, f"fastread accepted a file the loader refuses: {slow}"
+    elif fast is not None:
+        pd.testing.assert_frame_equal(fast, slow, check_exact=True)
