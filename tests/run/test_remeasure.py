@@ -115,8 +115,10 @@ def test_an_undecided_case_gets_more_reps_interleaved_and_pooled(setup):
     _run(setup, ref)
     ra, rb = _rows(a), _rows(b)
     base = {k: r.reps for k, r in ra.items()}
-    # M16: the stability rule's reps (3 or 5) and passes of 2 until 7 or more under both envs
-    assert ra["M16"].reps >= 7 and rb["M16"].reps >= 7 and ra["M16"].reps - 7 < 2
+    # M16: the stability rule's reps (3 or 5, each env its own) and passes of 2 each until both have 7 or more: the
+    # passes stop at the first where the fewer reaches 7, and give both envs the same extra reps
+    fewer, more = sorted((ra["M16"].reps, rb["M16"].reps))
+    assert fewer >= 7 and fewer - 7 < 2 and more - fewer in (0, 2)
     assert ra["M32"].reps in (3, 5) and rb["M32"].reps in (3, 5)  # decided at once: no extra rep
     for r in (ra["M16"], rb["M16"]):
         reps = json.loads(r.rep_times_us)
