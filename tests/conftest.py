@@ -33,7 +33,7 @@ def cli(capsys, *args: object) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as ex:
         main([str(a) for a in args])
     out, err = capsys.readouterr()
-    return ex.value.code, out, err
+    return ex.value.code or 0, out, err
 
 
 @pytest.fixture

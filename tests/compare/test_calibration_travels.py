@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from harness.calibrate.resolution import judge_pair, summarize
-from harness.cli import main
 from harness.compare.calibration import (
     calibration_record,
     check_cases,
@@ -26,6 +25,7 @@ from harness.compare.rule import Rule
 from harness.compare.store import load_compare
 from harness.errors import HarnessError
 from tests.calibrate.test_resolution import results
+from tests.conftest import cli
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
 QUIET, NOISY = [100.0, 100.1, 99.9], [100.0, 103.0, 97.0]
@@ -62,16 +62,6 @@ def write_results(path, times: dict[str, list[float]], env: dict) -> None:
         rows.append(f'k,{case},{{}},ok,{np.mean(reps):.4f},{len(reps)},"{json.dumps(reps)}"')
     path.write_text("\n".join(rows) + "\n")
     path.with_name(path.name + ".env.json").write_text(json.dumps({"env_name": path.stem, "gpu": H100, **env}))
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        rc = 0
-    except SystemExit as ex:
-        rc = int(ex.code or 0)
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 @pytest.fixture(autouse=True)

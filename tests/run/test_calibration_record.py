@@ -10,11 +10,10 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.cli import main
 from harness.compare.calibration import CALIBRATION_COLUMNS, file_sha256, write_calibration
 from harness.errors import HarnessError
 from harness.inputs.suite import load_suite
-from tests.conftest import DATA
+from tests.conftest import DATA, cli
 
 SUITE = "name: s\ndefaults: {dtype: fp16}\nentries:\n  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: [16]\n"
 CASE = ("batched_gemm_bf16", "B1_M16_N32_K64_fp16")
@@ -53,16 +52,6 @@ def setup(tmp_path, monkeypatch):
     suite = tmp_path / "s.yaml"
     suite.write_text(SUITE)
     return tmp_path, suite
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        rc = 0
-    except SystemExit as ex:
-        rc = int(ex.code or 0)
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 def test_a_bad_calibration_is_one_line_before_anything_runs(setup, capsys):
