@@ -47,8 +47,9 @@ def _run(suite: Path, checkout: Path, out: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def checkouts(tmp_path_factory):
-    """Two checkouts of the stand-in library: main, and a PR whose K loop runs over 8-wide steps of K while still
-    advancing by BLOCK_SIZE_K (every extra step loads masked zeros): correct, and several times the work."""
+    """Two checkouts of the stand-in library: main, and a PR whose K loop runs over 1-wide steps of K while still
+    advancing by BLOCK_SIZE_K (every extra step loads masked zeros): correct, and tens of times the work, so that
+    the two runs, one after the other on a loaded machine, cannot swap places (8-wide steps did, at load 4-5)."""
     root = tmp_path_factory.mktemp("checkouts")
     main, pr = root / "main", root / "pr"
     shutil.copytree(FAKE, main)
@@ -57,7 +58,7 @@ def checkouts(tmp_path_factory):
     text = k.read_text()
     loop = "for k in range(0, SPLITK_BLOCK_SIZE // BLOCK_SIZE_K):"
     assert text.count(loop) == 1
-    k.write_text(text.replace(loop, "for k in range(0, SPLITK_BLOCK_SIZE // 8):"))
+    k.write_text(text.replace(loop, "for k in range(0, SPLITK_BLOCK_SIZE):"))
     return root, main, pr
 
 
