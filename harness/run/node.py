@@ -28,7 +28,7 @@ from harness.run.interleave import run_interleaved
 from harness.run.merge import merge_results
 from harness.run.options import RunOptions
 from harness.run.precompile import precompile
-from harness.run.runner import run_suite
+from harness.run.runner import log_dir, run_suite
 from harness.run.shards import partition
 from harness.run.sidecar import update_sidecar
 
@@ -121,10 +121,10 @@ def run_on_gpus(
     names = [name for name, _, _ in steps]
     counts = [merge_results([part_path(out, n) for n in names if part_path(out, n).exists()], out) for _, out in runs]
     # where the node's time went: a part that ends long before the others was given too little
-    walls_ = [{"part": n, "gpus": g, "cases": len(c), "wall_s": w} for (n, g, c), w in zip(steps, walls)]
+    parts = [{"part": n, "gpus": g, "cases": len(c), "wall_s": w} for (n, g, c), w in zip(steps, walls)]
+    node = {"wall_s": round(time.monotonic() - t0, 2), "parts": parts, **({"precompile": compiled} if compiled else {})}
     for _, out in runs:
-        node = {"wall_s": round(time.monotonic() - t0, 2), "parts": walls_}
-        update_sidecar(out, node={**node, **({"precompile": compiled} if compiled else {})})
+        update_sidecar(out, node=node)
     return counts
 
 
@@ -143,8 +143,8 @@ def _precompile_node(runs: Runs, opts: RunOptions, cases: list[Case], gpus: list
 
     def one(k: int) -> dict[str, Any]:
         spec, out = runs[k]
-        logs = opts.log_dir or out.parent / (out.name + ".logs")
-        figures = precompile(spec, opts.timing or spec.timing, requests, logs, jobs, opts.timeout_s, gpus=where)
+        figures = precompile(spec, opts.timing or spec.timing, requests, log_dir(out, opts), jobs, opts.timeout_s,
+                             gpus=where)  # fmt: skip
         return {"env": spec.name, **figures}
 
     def chain(ks: list[int]) -> list[tuple[int, dict[str, Any]]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,6 +41,14 @@ def _share_key(case: dict[str, Any]) -> tuple[str, ...]:
     return str(case.get("kernel")), str(case.get("dtype")), json.dumps(extra, sort_keys=True, default=str)
 
 
+def _take(todo: queue.Queue[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    """The next block, or None when another worker took the last (a blocking get would wait for ever)."""
+    try:
+        return todo.get_nowait()
+    except queue.Empty:
+        return None
+
+
 def precompile(
     spec: EnvSpec,
     timing: str,
@@ -59,26 +66,19 @@ def precompile(
     todo: queue.Queue[list[dict[str, Any]]] = queue.Queue()
     for b in blocks:
         todo.put(b)
-    cpu = [0.0]
-    lock = threading.Lock()
 
-    def one(k: int) -> int:
-        done, w = 0, None
+    def one(k: int) -> tuple[int, float]:
+        """One compile worker's share: blocks from ``todo`` until none is left → (cases done, its compile s)."""
+        done, seconds, w = 0, 0.0, None
         extra = gpus[k % len(gpus)] if gpus else None
-        while True:
-            try:
-                block = todo.get_nowait()
-            except queue.Empty:
-                break
+        for block in iter(lambda: _take(todo), None):
             for case in block:
                 try:
                     if w is None or w.proc.poll() is not None:
                         w = WorkerProc(spec, timing, log_dir, mem_budget=0.0, extra_env=extra)
                         w.request({"op": "hello"}, timeout=300)
                     req = {"op": "prepare", "case": case, "check": False, "compile_only": True}
-                    ans = w.request(req, timeout=timeout_s)
-                    with lock:
-                        cpu[0] += float(ans.get("compile_s") or 0.0)
+                    seconds += float(w.request(req, timeout=timeout_s).get("compile_s") or 0.0)
                     done += 1
                 except (WorkerDied, WorkerTimeout):
                     if w is not None:
@@ -86,16 +86,16 @@ def precompile(
                     w = None  # a crashing kernel: a fresh worker for the rest
         if w is not None:
             w.close()
-        return done
+        return done, seconds
 
     t0 = time.perf_counter()
     jobs = max(1, min(jobs, len(blocks)))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        compiled = sum(pool.map(one, range(jobs)))
+        shares = list(pool.map(one, range(jobs)))
     return {
         "jobs": jobs,
-        "cases": compiled,
+        "cases": sum(n for n, _ in shares),
         "blocks": len(blocks),
-        "compile_s": round(cpu[0], 2),  # the workers' own compile seconds, summed: the CPU work
+        "compile_s": round(sum(t for _, t in shares), 2),  # the workers' own compile seconds, summed: the CPU work
         "wall_s": round(time.perf_counter() - t0, 2),
     }

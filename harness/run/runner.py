@@ -60,7 +60,7 @@ class SuiteRun:
         # re-measuring (remeasure.py): decided rows are held, not written, until the referee has seen them
         self.board, self.held, self.gave_up = board, [], set()
         self.cases = cases
-        self.log_dir = opts.log_dir or self.out.parent / (self.out.name + ".logs")
+        self.log_dir = log_dir(self.out, opts)
         self.timing = opts.timing or spec.timing
         self.worker: WorkerProc | None = None
         self.groups: dict[int, WorkerGroup] = {}  # multi-GPU cases: one worker group per world size, when needed
@@ -388,7 +388,7 @@ class SuiteRun:
         row["gpu"] = self._gpu_of(int(st.request["world_size"]))
         return row
 
-    def _close(self, clean: bool, clock: _PhaseClock | None = None) -> None:
+    def _close(self, clean: bool, clock: _PhaseClock) -> None:
         if clean and self.pool is not None and self.worker is not None and self.worker.trace_dir is None:
             self.pool.give(self.worker, self.info)  # (rocprofv3's worker must exit: its trace is read then)
             self.worker = None
@@ -398,11 +398,10 @@ class SuiteRun:
                 w.close() if clean else w.kill()
         self.appender.close()
         self.journal.close()
-        fields: dict[str, Any] = {"phases": clock.figures(clean)} if clock is not None else {}
+        fields: dict[str, Any] = {"phases": clock.figures(clean)}
         if self.timing != "wallclock":
             fields["gpu"] = {"after": gpu_state(smi_id(self.info))}
-        if fields:
-            update_sidecar(self.out, **fields)
+        update_sidecar(self.out, **fields)
 
 
 class _PhaseClock:
@@ -439,6 +438,11 @@ class _Failed:
         pass
 
     kill = close
+
+
+def log_dir(out: Path, opts: RunOptions) -> Path:
+    """Where a run into ``out`` keeps its workers' logs: ``--log-dir``, else OUT.logs beside it."""
+    return opts.log_dir or out.parent / (out.name + ".logs")
 
 
 def run_steps(
