@@ -192,6 +192,7 @@ def _strip_debug(whl: Path, work: Path, log: Callable[[str], None]) -> dict[str,
             return {}
         work.mkdir(parents=True, exist_ok=True)
         done: dict[str, Path] = {}
+        saved = 0
         for i, z in enumerate(todo):
             raw, thin = work / f"{i}.raw", work / f"{i}.so"
             with zf.open(z) as src, open(raw, "wb") as dst:
@@ -200,9 +201,9 @@ def _strip_debug(whl: Path, work: Path, log: Callable[[str], None]) -> dict[str,
             raw.unlink()
             if r.returncode == 0 and thin.stat().st_size < z.file_size:
                 done[z.filename] = thin
+                saved += z.file_size - thin.stat().st_size
             else:
                 thin.unlink(missing_ok=True)
-    saved = sum(zipfile.ZipFile(whl).getinfo(n).file_size - p.stat().st_size for n, p in done.items())
     if done:
         log(f"stripped the debug sections of {len(done)} shared objects: {saved / 1e6:.0f} MB less to unpack")
     return done
