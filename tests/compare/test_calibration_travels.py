@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -70,15 +72,21 @@ def wide(monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
 
 
-@pytest.fixture
-def pair(tmp_path):
-    """golden and TOT (5 % slower: regressions) whose TOT sidecar records a calibration; returns (g, t, cal)."""
+def write_pair(tmp_path: Path, golden_env: Callable[[dict], dict], tot_env: Callable[[dict], dict]):
+    """golden and TOT (5 % slower: regressions) beside a calibration file; each sidecar gets ``*_env(record)``, the
+    calibration's record at hand; returns (g, t, cal)."""
     cal = write_cal(tmp_path / "cal" / "calibration.csv")
     rec = calibration_record(*load_calibration(cal), cal)
     g, t = tmp_path / "g.csv", tmp_path / "t.csv"
-    write_results(g, {"quiet": QUIET, "noisy": NOISY}, {})
-    write_results(t, {"quiet": [x * 1.05 for x in QUIET], "noisy": [x * 1.05 for x in NOISY]}, {"calibration": rec})
+    write_results(g, {"quiet": QUIET, "noisy": NOISY}, golden_env(rec))
+    write_results(t, {"quiet": [x * 1.05 for x in QUIET], "noisy": [x * 1.05 for x in NOISY]}, tot_env(rec))
     return g, t, cal
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """golden and TOT whose TOT sidecar alone records the calibration; returns (g, t, cal)."""
+    return write_pair(tmp_path, lambda rec: {}, lambda rec: {"calibration": rec})
 
 
 def test_the_record_round_trips_without_the_file(tmp_path):

@@ -9,10 +9,10 @@ import json
 import pytest
 from sqlalchemy import select, text
 
-from harness.compare.calibration import calibration_record, file_sha256, load_calibration
+from harness.compare.calibration import file_sha256
 from harness.history.schema import calibration_cases, calibrations, comparisons, runs
 from harness.history.store import History
-from tests.compare.test_calibration_travels import NOISY, QUIET, write_cal, write_results
+from tests.compare.test_calibration_travels import write_pair
 from tests.history.test_cli import cli
 
 
@@ -24,12 +24,11 @@ def wide(monkeypatch):
 @pytest.fixture
 def files(tmp_path):
     """golden and TOT (5 % slower) whose sidecars both record one calibration; returns (g, t, cal, db)."""
-    cal = write_cal(tmp_path / "cal" / "calibration.csv")
-    rec = calibration_record(*load_calibration(cal), cal)
-    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
-    write_results(g, {"quiet": QUIET, "noisy": NOISY}, {"calibration": rec, "captured_at": "2026-11-25T11:00:00Z"})
-    slower = {"quiet": [x * 1.05 for x in QUIET], "noisy": [x * 1.05 for x in NOISY]}
-    write_results(t, slower, {"calibration": rec, "captured_at": "2026-11-25T11:00:01Z"})
+
+    def at(second: str):
+        return lambda rec: {"calibration": rec, "captured_at": f"2026-11-25T11:00:0{second}Z"}
+
+    g, t, cal = write_pair(tmp_path, at("0"), at("1"))
     return g, t, cal, str(tmp_path / "h.sqlite")
 
 

@@ -10,8 +10,8 @@ from harness.inputs.kernel import load_kernel
 from harness.inputs.suite import Case
 from harness.run.cases import worker_case
 from harness.worker.errors import ERROR_CHARS, error_text
-from harness.worker.session import Session
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA
+from tests.worker import interp_session
 
 FILE = "tests/data/error_kernels.py"
 
@@ -23,10 +23,7 @@ def line_of(marker: str) -> int:
 
 @pytest.fixture(scope="module")
 def w():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRITON_INTERPRET", "1")  # no GPU here; set before the worker imports Triton
-    yield Session(str(ROOT), "wallclock", 0.5)
-    mp.undo()
+    yield from interp_session("wallclock")
 
 
 def prepare(w, name: str) -> dict:

@@ -13,8 +13,8 @@ from harness.kernel_api import ConfigLookup, KernelSpec, SpecError, dim
 from harness.run.cases import worker_case
 from harness.run.sidecar import lookup_record
 from harness.run.suiteview import view
-from harness.worker.session import Session
 from tests.conftest import ROOT
+from tests.worker import interp_session
 
 SOFTMAX = (ROOT / "examples" / "softmax.py").read_text()
 LOOKUP = """
@@ -39,10 +39,7 @@ class Own:
 
 @pytest.fixture(scope="module")
 def w():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRITON_INTERPRET", "1")
-    yield Session(str(ROOT), "wallclock", 0.5)
-    mp.undo()
+    yield from interp_session("wallclock")
 
 
 @pytest.fixture(scope="module")

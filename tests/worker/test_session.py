@@ -13,15 +13,12 @@ from harness.inputs.suite import Case
 from harness.run.cases import worker_case
 from harness.worker.main import serve
 from harness.worker.session import Session
-from tests.conftest import ROOT
+from tests.worker import interp_session
 
 
 @pytest.fixture(scope="module")
 def w():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TRITON_INTERPRET", "1")  # no GPU here; set before the worker imports Triton
-    yield Session(str(ROOT), "auto", 0.5)
-    mp.undo()
+    yield from interp_session("auto")
 
 
 def case(m: int) -> dict:
