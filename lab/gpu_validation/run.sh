@@ -296,10 +296,7 @@ PY
         # cut: what was measured is kept for pack_out; the same step in the next call resumes, then compares
         echo "aiter: cut at DEADLINE; run the step again to finish and compare"
       else
-        h compare "$A/golden.csv" "$A/tot.csv" --out "$A/compare.csv" --markdown "$A/compare.md" --worst 15 \
-          > "$A/compare.txt" 2>&1 || true
-        h compare "$A/golden.csv" "$A/golden-aa.csv" --out "$A/compare-aa.csv" --markdown "$A/compare-aa.md" \
-          > "$A/compare-aa.txt" 2>&1 || true
+        compare_with_aa "$A" golden tot golden-aa
         h explain "$A/compare.csv" --out "$A/explain" --limit 10 > "$A/explain.txt" 2>&1 || true
         h report --compare "$A/compare.csv" --out "$A/report" > "$A/report.txt" 2>&1 || true
         for s in golden tot; do  # the compiled kernels, for explain elsewhere (results.tgz leaves them out)
@@ -337,10 +334,7 @@ PY
       if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge $((DEADLINE - 5)) ]; then
         echo "aiter-pr: cut at DEADLINE; run the step again to finish and compare"
       else
-        h compare "$P/main.csv" "$P/pr.csv" --out "$P/compare.csv" --markdown "$P/compare.md" --worst 15 \
-          > "$P/compare.txt" 2>&1 || true
-        h compare "$P/main.csv" "$P/main-again.csv" --out "$P/compare-aa.csv" --markdown "$P/compare-aa.md" \
-          > "$P/compare-aa.txt" 2>&1 || true
+        compare_with_aa "$P" main pr main-again
         # the assembly of the PR beside main's, for the cases of the largest change, flagged or not
         h explain "$P/compare.csv" --out "$P/explain" --case . --limit 6 > "$P/explain.txt" 2>&1 || true
         h report --compare "$P/compare.csv" --out "$P/report" > "$P/report.txt" 2>&1 || true
