@@ -212,8 +212,11 @@ def _column(name: str, col: Any, v1: bool, shared: dict[str, pd.Series]) -> Any:
 
 
 def blank(n: int) -> pd.Series:
-    """n empty strings, without a Python object or a byte of text. Arrow arrays are immutable (pandas replaces
-    one it sets a cell of), so the columns without a cell can share one."""
+    """n empty strings, without a Python object or a byte of text (pandas 3; pandas 2 keeps text as objects).
+    Arrow arrays are immutable (pandas replaces one it sets a cell of), so the columns without a cell can share
+    one."""
+    if not arrow_strings():
+        return pd.Series([""] * n, dtype=object)
     import pyarrow as pa
 
     offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int64))

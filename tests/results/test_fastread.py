@@ -135,6 +135,13 @@ def test_clean_files_it_leaves_to_pandas(name, both):
     assert fast is None and isinstance(slow, pd.DataFrame)
 
 
+@pytest.mark.parametrize("arrow", [True, False], ids=["pandas3", "pandas2"])
+def test_blank_is_empty_text(monkeypatch, arrow):
+    monkeypatch.setattr(fastread, "arrow_strings", lambda: arrow)
+    col = fastread.blank(3)
+    assert col.tolist() == ["", "", ""] and col.index.tolist() == [0, 1, 2]
+
+
 def test_columns_without_a_value_share_it_until_one_is_written(both):
     df = same(GOOD["v2"], both)
     df.loc[0, "flops"] = 5.0
