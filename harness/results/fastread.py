@@ -86,8 +86,11 @@ def read(source: bytes | Path, min_chars: int = 0) -> pd.DataFrame | None:
     if not arrow_strings():
         return None
     if isinstance(source, Path):
-        with open(source, "rb") as fh:
-            names = header(fh.read(65536))
+        try:
+            with open(source, "rb") as fh:
+                names = header(fh.read(65536))
+        except OSError:
+            return None
     elif utf8(source) and chars(source) >= min_chars:
         names = header(source)
         source = source.removeprefix(b"\xef\xbb\xbf")

@@ -291,15 +291,17 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def _read_clean(path: Path) -> pd.DataFrame | None:
-    """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike). Above
-    4 bytes a character (UTF-8's most) over that size, Arrow reads the file itself, without a copy in memory."""
+    """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike); None for
+    any other, or any file it cannot open (the pandas path says why). A file of over 4 x ARROW_CHARS bytes holds
+    more than ARROW_CHARS characters whatever its text (UTF-8 takes 4 bytes at most for one): Arrow reads it
+    itself, in blocks, without a copy in memory; a smaller one is read here, so that its characters are counted."""
     try:
         size = path.stat().st_size if path.is_file() else 0
+        if size <= ARROW_CHARS:
+            return None
+        source = path if size > 4 * ARROW_CHARS else path.read_bytes()
     except OSError:
         return None
-    if size <= ARROW_CHARS:
-        return None
-    source = path if size > 4 * ARROW_CHARS else path.read_bytes()
     df = fastread.read(source, min_chars=ARROW_CHARS + 1)
     if df is not None:
         df = v1.upgrade(df) if v1.is_v1(df) else df

@@ -180,6 +180,24 @@ def test_a_big_file_with_a_mistake_still_names_its_line(tmp_path, monkeypatch, a
         load.load_results(p)
 
 
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_a_big_file_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, arrow_chars):
+    import pathlib
+
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
+    p = tmp_path / "big.csv"
+    p.write_text(V2 + "".join(v2_row(case=f"c{i}") for i in range(20_000)))
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", refuse)
+    monkeypatch.setattr(fastread, "open", refuse, raising=False)  # fastread's own look at the header
+    monkeypatch.setattr(fastread, "_table", refuse)  # never reached: Arrow would be refused the same
+    with pytest.raises(HarnessError, match=r"big.csv: cannot read: Permission denied"):
+        load.load_results(p)
+
+
 #: cells of clean rows (any mix loads), and the cells that may replace one of them (most are refused)
 CLEAN = {
     "kernel": st.sampled_from(["k", "k2", "gemm_bf16"]),
