@@ -21,7 +21,7 @@ from harness.compare.notes import (
     remeasured_under,
     same_triton,
 )
-from harness.compare.rule import BLOCKING, VERDICTS, Rule, verdict_codes
+from harness.compare.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
 from harness.errors import HarnessError
 from harness.results.fastread import blank
 from harness.results.load import case_key, load_results, params_of
@@ -90,7 +90,7 @@ class Comparison:
         """Cases that fail ``--fail-on-regression``: TOT failures and regressions, but for ambiguous ones."""
         t = self.table
         ambiguous = t["confidence"] == "ambiguous" if "confidence" in t.columns else False
-        return int((t["verdict"].isin(BLOCKING) & ~ambiguous).sum())
+        return int((is_verdict(t["verdict"], BLOCKING) & ~np.asarray(ambiguous)).sum())
 
     def ambiguous_counts(self) -> dict[str, int]:
         """Per verdict, the cases whose 95 % interval straddles a limit their verdict depends on."""
@@ -105,7 +105,7 @@ class Comparison:
         may be a regression."""
         t = self.table
         if "confidence" not in t.columns:
-            return int(t["verdict"].isin(BLOCKING).sum())
+            return int(is_verdict(t["verdict"], BLOCKING).sum())
         limit_pct, _ = self.rule.limits_pct(t["golden_us"].to_numpy(dtype=np.float64))
         maybe = may_regress(t["verdict"].astype(str), t["confidence"].astype(str), t["delta_hi_pct"], limit_pct)
         return int((maybe | (t["verdict"] == "failed_in_tot")).sum())

@@ -190,9 +190,11 @@ def clock_explains(
     fg, ft = np.asarray(golden_mhz, dtype=np.float64), np.asarray(tot_mhz, dtype=np.float64)
     code = {v: i for i, v in enumerate(VERDICTS)}
     with np.errstate(invalid="ignore", divide="ignore"):
+        known = (fg > 0) & (ft > 0)
+        if not known.any():  # no clocks recorded (CPU runs, files without them): nothing can have moved
+            return known
         cycles = 100.0 * (t * ft / (g * fg) - 1.0)
         reg_lim, imp_lim = rule.limits_pct(g)
-        known = (fg > 0) & (ft > 0)
         v = np.asarray(verdict_codes)
         return known & (
             ((v == code["regression"]) & (cycles <= reg_lim)) | ((v == code["improvement"]) & (cycles >= imp_lim))

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from harness.compare.rule import Rule
+from harness.compare.rule import Rule, is_verdict
 
 
 def first_line(error: str, limit: int = 300) -> str:
@@ -189,9 +189,9 @@ def nothing_compared(table: pd.DataFrame, rule: Rule) -> str:
     """The headline of a comparison in which the rule judged no case, ``''`` otherwise: a table of failures
     (or of cases all under the floor) is not 'no regressions'."""
     verdicts = table["verdict"]  # a categorical as compare made it: compared by its codes, not as 1M strings
-    if verdicts.isin(COMPARED_VERDICTS).any():
+    if is_verdict(verdicts, COMPARED_VERDICTS).any():
         return ""
-    timed = int((verdicts == "ignored").sum())
+    timed = int(is_verdict(verdicts, ["ignored"]).sum())
     if timed:
         return (
             f"nothing compared: the {timed} of {len(table)} cases with a time under both stacks are all under "

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
-from harness.compare.rule import BLOCKING, VERDICTS
+from harness.compare.rule import BLOCKING, VERDICTS, is_verdict
 from harness.render.envinfo import one_line
 from harness.render.vocabulary import LOOKS, case_label, regressions
 
@@ -197,7 +197,7 @@ def _print_regressions(con: Console, t: pd.DataFrame, keys: dict[str, str], wors
 
 
 def _print_list(con: Console, t: pd.DataFrame, keys: dict[str, str], verdicts: tuple[str, ...], heading: str) -> None:
-    rows = np.flatnonzero(t["verdict"].isin(verdicts).to_numpy())
+    rows = np.flatnonzero(is_verdict(t["verdict"], verdicts))
     if not len(rows):
         return
     # worst verdict first, then the table's (golden's) order
