@@ -42,6 +42,8 @@ def write_csv(table: pd.DataFrame, out: Path) -> None:
 
 #: tables of at least this many rows are written as two halves formatted at once (the writer runs without the GIL)
 SPLIT_ROWS = 100_000
+#: rows the writer formats at a time: its default (1,024) spends ~12 % of a million rows on per-batch work
+BATCH_ROWS = 65_536
 
 
 def _write_arrow(data: Any, fh: IO[bytes]) -> None:
@@ -50,12 +52,12 @@ def _write_arrow(data: Any, fh: IO[bytes]) -> None:
     import pyarrow.csv as pacsv
 
     if data.num_rows < SPLIT_ROWS:
-        pacsv.write_csv(data, fh)
+        pacsv.write_csv(data, fh, pacsv.WriteOptions(batch_size=BATCH_ROWS))
         return
     half = data.num_rows // 2
     with ThreadPoolExecutor(1) as pool:
         tail = pool.submit(_csv_bytes, data.slice(half))
-        pacsv.write_csv(data.slice(0, half), fh)
+        pacsv.write_csv(data.slice(0, half), fh, pacsv.WriteOptions(batch_size=BATCH_ROWS))
         fh.write(tail.result())
 
 
@@ -65,7 +67,7 @@ def _csv_bytes(data: Any) -> Any:
     import pyarrow.csv as pacsv
 
     sink = pa.BufferOutputStream()
-    pacsv.write_csv(data, sink, pacsv.WriteOptions(include_header=False))
+    pacsv.write_csv(data, sink, pacsv.WriteOptions(include_header=False, batch_size=BATCH_ROWS))
     return sink.getvalue()
 
 
