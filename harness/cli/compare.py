@@ -142,9 +142,9 @@ def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
 
 
 def _arrow_allocator() -> None:
-    """Arrow's jemalloc rather than its default mimalloc, unless ARROW_DEFAULT_MEMORY_POOL names one: mimalloc asks
-    the kernel for huge pages, and on a busy machine their faults cost 1-3 s of system time per comparison of two
-    million-row files, 3-4x jemalloc's (benchmarks/README.md). A pyarrow built without jemalloc keeps its own."""
+    """Arrow's jemalloc rather than its default mimalloc, unless ARROW_DEFAULT_MEMORY_POOL names one: with mimalloc
+    a comparison of two million-row files spent 1-3 s more system time on the shared 2-core machine (few page
+    faults, each expensive), the same user time (benchmarks/README.md). A pyarrow without jemalloc keeps its own."""
     import contextlib
     import os
 
