@@ -16,7 +16,7 @@ from harness.errors import HarnessError
 from harness.inputs.suite import Case
 from harness.run.options import RunOptions
 from harness.run.remeasure import CHECKPOINT, Board, Remeasure, next_targets
-from harness.run.runner import lock_outputs, run_steps
+from harness.run.runner import SuiteRun, lock_outputs
 from harness.run.sidecar import sidecar_triton, update_sidecar
 from harness.run.workers import WorkerPool
 
@@ -43,6 +43,8 @@ def run_interleaved(
     with ExitStack() as held:
         if not locked:
             held.enter_context(lock_outputs(runs, opts, suite_name))
+        if workers is None:  # the envs' workers start together (SuiteRun.prestart), then are closed with it
+            workers = held.enter_context(WorkerPool())
         return _interleave(runs, cases, opts, progress, suite_name, warn, workers)
 
 
@@ -58,11 +60,16 @@ def _interleave(
     started = time.monotonic()  # the run's wall time before re-measuring includes preparing and compiling
     opts = replace(opts, mem_budget=opts.mem_budget / len(runs))  # the workers share one GPU
     board = Board(len(runs)) if opts.remeasure is not None else None
-    gens = []
+    suite_runs = []
     for k, (spec, out) in enumerate(runs):
         cb = (lambda label, i, n, _k=k: progress(_k, label, i, n)) if progress else None
         meets = (board, k) if board is not None else None
-        gens.append(run_steps(spec, cases, out, opts, cb, suite_name, locked=True, board=meets, workers=workers))
+        # one GPU: the last env to prepare heats it, right before the first timed rep of all
+        heat = k == len(runs) - 1
+        suite_runs.append(SuiteRun(spec, cases, out, opts, cb, suite_name, meets, workers, heat=heat))
+    for r in suite_runs:
+        r.prestart()
+    gens = [r.steps() for r in suite_runs]
     results: list[dict[str, int] | None] = [None] * len(gens)
     paused: list[tuple[int, str] | None] = [None] * len(gens)
 

@@ -53,6 +53,7 @@ class SuiteRun:
         suite: str,
         board: tuple[Board, int] | None = None,
         workers: WorkerPool | None = None,
+        heat: bool = True,
     ):
         self.spec, self.out, self.opts, self.progress, self.suite = spec, Path(out), opts, progress, suite
         # a caller's pool of idle workers (a retune's batches), unless every round must be a new process
@@ -68,12 +69,22 @@ class SuiteRun:
         self.trace_dirs: list[Path] = []  # rocprofv3: one per worker process, read after it exits
         self.counts: dict[str, int] = {}
         self.step, self.total = 0, 0
+        self.heat = heat  # False: another env of an interleaved run heats the GPU they share
 
     # ------------------------------------------------------------------------------------------ worker
-    def _start(self) -> WorkerProc:
+    def prestart(self) -> None:
+        """Start the worker that opening this run will take from its pool, without waiting for it to start."""
+        if self.pool is not None and self.timing != "rocprofv3":  # (its wrapper makes a trace folder per start)
+            self.pool.start_ahead(self.spec, self.timing, self.log_dir, *self._start_args())
+
+    def _start_args(self) -> tuple[list[str] | None, float, dict[str, str] | None]:
         wrap = _rocprof_wrap(self.timing, self.log_dir)
         env = visible(self.opts.visible_gpus[:1]) if self.opts.visible_gpus else None
-        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, self.opts.mem_budget, env, self.pool)
+        return wrap, self.opts.mem_budget, env
+
+    def _start(self) -> WorkerProc:
+        wrap, budget, env = self._start_args()
+        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, budget, env, self.pool)
         if w.trace_dir:
             self.trace_dirs.append(w.trace_dir)
         return w
@@ -263,7 +274,7 @@ class SuiteRun:
 
     def _heat(self) -> None:
         gpu = self.timing in ("cupti", "events", "rocprofv3")
-        if gpu and self.opts.heat_s > 0 and any(s.final is None for s in self.todo):
+        if gpu and self.heat and self.opts.heat_s > 0 and any(s.final is None for s in self.todo):
             self._ask({"op": "heat", "seconds": self.opts.heat_s})
 
     def _round(self, rnd: int) -> Generator[tuple[int, str], None, None]:

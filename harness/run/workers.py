@@ -175,9 +175,31 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self._idle: dict[tuple, tuple[WorkerProc, dict[str, Any]]] = {}
+        self._starting: dict[tuple, list[WorkerProc]] = {}
+
+    def start_ahead(
+        self,
+        spec: EnvSpec,
+        timing: str,
+        log_dir: Path,
+        wrap: list[str] | None = None,
+        mem_budget: float = 0.6,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        """Start the worker that ``start_worker`` with these arguments will take, without waiting for its hello
+        (``take`` waits for it), unless an idle one is kept. The envs of an interleaved run import torch and
+        Triton at the same time this way, not one after the other. Workers of one key are taken in the order
+        they were started."""
+        key = _key(*_command(spec, timing, extra_env), wrap)
+        if key not in self._idle:
+            w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
+            self._starting.setdefault(key, []).append(w)
 
     def take(self, key: tuple) -> tuple[WorkerProc, dict[str, Any]] | None:
-        """An idle worker with ``key`` and its hello's info, out of the pool; None if there is none (or it died)."""
+        """An idle worker with ``key`` and its hello's info, out of the pool; None if there is none (or it died,
+        or a worker still starting did not start: the caller starts its own and reports why)."""
+        if self._starting.get(key):
+            return _hello(self._starting[key].pop(0))
         w, info = self._idle.pop(key, (None, {}))
         if w is None or not w.alive():
             if w is not None:
@@ -202,13 +224,27 @@ class WorkerPool:
     def close(self) -> None:
         for w, _ in self._idle.values():
             w.close()
+        for w in (w for ws in self._starting.values() for w in ws):
+            w.kill()  # never asked anything: it may still be importing
         self._idle.clear()
+        self._starting.clear()
 
     def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hello(w: WorkerProc) -> tuple[WorkerProc, dict[str, Any]] | None:
+    try:
+        hello = w.request({"op": "hello"}, timeout=300)
+    except (WorkerDied, WorkerTimeout):
+        hello = {}
+    if hello.get("status") != "ok":
+        w.kill()
+        return None
+    return w, hello["info"]
 
 
 def start_worker(

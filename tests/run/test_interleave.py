@@ -64,3 +64,52 @@ def test_interleaved_cli_refuses_mismatched_options(tmp_path, capsys, monkeypatc
     code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out",
                        tmp_path / "a.csv", "--with-env", DATA / "cpu-env.yaml")  # fmt: skip
     assert code == 2 and "--with-env given 1 times but --with-out 0 times" in err
+
+
+@pytest.mark.slow
+def test_interleaved_envs_start_together_and_the_last_one_heats(tmp_path, monkeypatch):
+    """Every env's worker process is started before the first env asks its worker anything (torch and Triton
+    import side by side), each env takes its own (its log in its OUT.logs), no worker is started twice; and
+    only the last env to prepare heats the GPU they share, right before the first timed rep."""
+    from harness.envs.spec import load_env_spec
+    from harness.inputs.suite import load_suite
+    from harness.run.interleave import run_interleaved
+    from harness.run.options import RunOptions
+    from harness.run.runner import SuiteRun
+    from harness.run.workers import WorkerProc
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nentries:\n  - kernel: batched_gemm_bf16\n    B: 1\n    N: 32\n    K: 64\n    M: 16\n")
+    events: list[tuple[str, str]] = []
+    real_init, real_request = WorkerProc.__init__, WorkerProc.request
+
+    def init(self, spec, timing, log_dir, *a, **kw):
+        real_init(self, spec, timing, log_dir, *a, **kw)
+        events.append(("start", str(log_dir)))
+
+    def request(self, obj, timeout):
+        events.append((obj["op"], str(self.log_path.parent)))
+        return real_request(self, obj, timeout)
+
+    heats: list[tuple[str, bool]] = []
+    real_heat = SuiteRun._heat
+
+    def heat(self):
+        heats.append((self.out.name, self.heat))
+        real_heat(self)
+
+    monkeypatch.setattr(WorkerProc, "__init__", init)
+    monkeypatch.setattr(WorkerProc, "request", request)
+    monkeypatch.setattr(SuiteRun, "_heat", heat)
+    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
+    outs = [tmp_path / f"{n}.csv" for n in ("a", "b", "c")]  # one spec three times: one pool key for all
+    run_interleaved([(spec, o) for o in outs], load_suite(suite), RunOptions(launches=1, heat_s=0))
+    starts = [d for op, d in events if op == "start"]
+    assert starts == [str(o) + ".logs" for o in outs]
+    assert [op for op, _ in events[:3]] == ["start"] * 3
+    hellos = [d for op, d in events if op == "hello"]
+    assert hellos == starts  # each env's hello went to the worker started in its own logs folder
+    assert heats == [("a.csv", False), ("b.csv", False), ("c.csv", True)]
+    for o in outs:
+        assert len(load_results(o)) == 1
