@@ -21,6 +21,7 @@ SPEC = replace(
     name="torch_gemm",
     description="cuBLAS torch.mm of each rank's (M, N/W) block of A B^T, no communication (GEMM-only baseline)",
     bytes=lambda p: gas.ELEMENT_BYTES[p["dtype"]] * (p["M"] * p["K"] + p["N"] // p["W"] * (p["K"] + p["M"])),
+    link_bytes=None,
     config=None,
     config_keys=(),
     default_config={},

@@ -45,8 +45,8 @@ the table holds Y's own address, so the same code path runs everywhere.
 
 Counting: ``flops`` is the whole product, 2·M·N·K = W ranks × 2·M·(N/W)·K each (TFLOPS is then the group's rate,
 against W GPUs' peak); ``bytes`` is one rank's HBM traffic, the fewest bytes: A and B_r read once, Y (all of it:
-its own tiles and the peers') written once, e·(M·K + (N/W)·K + M·N). ``link_bytes`` (below, not a SPEC field) is
-what one rank sends over NVLink, e·M·(N/W)·(W−1), and receives as much.
+its own tiles and the peers') written once, e·(M·K + (N/W)·K + M·N). ``link_bytes`` (the SPEC's, for the report's
+NVLink roof) is what one rank sends over NVLink, e·M·(N/W)·(W−1), and receives as much.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ SPEC = KernelSpec(
     params=PARAMS,
     flops=flops,
     bytes=hbm_bytes,
+    link_bytes=link_bytes,
     peak=lambda p: p["dtype"],
     dtype="{dtype}",
     tolerance={"bf16": 1e-2, "fp16": 2e-3},

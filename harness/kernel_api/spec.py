@@ -229,6 +229,7 @@ class KernelSpec:
     hooks: tuple[str, ...] = ()
     plot: Plot | None = None
     description: str = ""
+    link_bytes: ParamsFn | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -242,8 +243,9 @@ class KernelSpec:
         for fn in ("flops", "bytes"):
             if not callable(getattr(self, fn)):
                 raise SpecError(f"{self.name}: {fn} must be a function of the parameters")
-        if self.check is not None and not callable(self.check):
-            raise SpecError(f"{self.name}: check must be a function of the parameters")
+        for fn in ("check", "link_bytes"):
+            if getattr(self, fn) is not None and not callable(getattr(self, fn)):
+                raise SpecError(f"{self.name}: {fn} must be a function of the parameters")
         if isinstance(self.peak, str) and self.peak not in PEAKS:
             raise SpecError(f"{self.name}: peak {self.peak!r} is not one of {', '.join(PEAKS)}")
         for h in self.hooks:
@@ -307,6 +309,10 @@ class KernelSpec:
 
     def bytes_of(self, params: Mapping[str, Any]) -> float:
         return _number(self.bytes(params), self.name, "bytes")
+
+    def link_bytes_of(self, params: Mapping[str, Any]) -> float | None:
+        """What one rank sends over the GPU links; None for a kernel that does not say."""
+        return None if self.link_bytes is None else _number(self.link_bytes(params), self.name, "link_bytes")
 
     def peak_of(self, params: Mapping[str, Any]) -> str:
         peak = self.peak(params) if callable(self.peak) else self.peak

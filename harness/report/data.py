@@ -3,6 +3,7 @@ baselines and the per-dispatch split. Everything is read and checked here, befor
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -38,6 +39,31 @@ class Run:
         except HarnessError:
             return {}
 
+    def link_bytes(self, d: pd.DataFrame) -> pd.Series:
+        """What one rank sent to its peers over the GPU links in each row of ``d`` (rows of this run), from its
+        kernel's SPEC (``link_bytes``): the file the sidecar names, else the shipped kernel of that name. NaN where
+        the kernel does not say, or its SPEC cannot be read here."""
+        out = pd.Series(np.nan, index=d.index, dtype=np.float64)
+        for name, rows in d.groupby("kernel").groups.items():
+            spec = self._spec(str(name))
+            if spec is None or spec.link_bytes is None:
+                continue
+            for i in rows:  # a case whose parameters its SPEC cannot count: no point on the NVLink roof
+                with contextlib.suppress(KeyError, TypeError, ValueError, ZeroDivisionError):
+                    out.at[i] = spec.link_bytes_of(params_of(d.at[i, "params"]))
+        return out
+
+    def _spec(self, name: str) -> Any:
+        from harness.inputs.kernel import load_kernel
+
+        source = (self.env.get("kernel_sources") or {}).get(name)
+        for text in ([source] if isinstance(source, str) and Path(source.split(":")[0]).is_file() else []) + [name]:
+            try:
+                return load_kernel(text).spec
+            except HarnessError:
+                continue
+        return None
+
 
 def load_runs(paths: list[Path]) -> list[Run]:
     runs = []
@@ -58,8 +84,12 @@ def timed(df: pd.DataFrame) -> pd.DataFrame:
         if col not in d.columns:
             d[col] = np.nan
     d["work"] = d["flops"]
+    # a multi-GPU case counts the FLOPs of all its ranks and the bytes of one: per GPU, its FLOPs are a W-th
+    gpus = pd.to_numeric(d["world_size"], errors="coerce") if "world_size" in d.columns else pd.Series(1.0, d.index)
+    d["gpus"] = gpus.fillna(1.0).clip(lower=1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d["intensity"] = d["flops"] / d["bytes"]
+        d["intensity"] = d["flops"] / d["gpus"] / d["bytes"]
+        d["tflops_gpu"] = d["tflops"] / d["gpus"]
     return d
 
 

@@ -82,35 +82,63 @@ def plot_delta(cmp_table: pd.DataFrame, rule: dict[str, float]) -> bytes:
 
 
 def plot_roofline(runs: list[Run], peaks: dict[str, float], gpu_label: str) -> bytes:
-    """Achieved TFLOPS against FLOP/byte, every kernel of every run, under the compute roofs of the peaks its
-    rows name and the HBM roof."""
+    """Achieved TFLOPS per GPU against FLOP per HBM byte, every kernel of every run, under the compute roofs of
+    the peaks its rows name and the HBM roof; beside it, where multi-GPU kernels say what a rank sends over the
+    links (their SPEC's ``link_bytes``) and the ceilings hold ``nvlink_gbs``, the same points against FLOP per
+    NVLink byte under the NVLink roof. A multi-GPU case is one GPU's share: its FLOPs over its world size."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    markers = "os^Dv<>Pp*"
+    points = [(run, _rated(timed(run.df))) for run in runs]
+    linked = [(run, d.assign(link=run.link_bytes(d))) for run, d in points if (d["gpus"] > 1).any()]
+    linked = [(run, d[d["link"] > 0]) for run, d in linked if peaks.get("nvlink_gbs")]
+    linked = [(run, d) for run, d in linked if len(d)]
+    fig, axes = plt.subplots(1, 2 if linked else 1, figsize=(16 if linked else 9, 5.5), squeeze=False)
     kernels = sorted({k for r in runs for k in r.df["kernel"].unique()})
-    colors = plt.get_cmap("tab20")
-    xmin, xmax, roofs = 0.1, 1e4, set()
-    for ri, run in enumerate(runs):
-        d = timed(run.df)
-        d = d[np.isfinite(d["intensity"]) & (d["intensity"] > 0) & (d["tflops"] > 0)]
-        if len(d):
-            xmin, xmax = min(xmin, d["intensity"].min() / 2), max(xmax, d["intensity"].max() * 2)
-        roofs |= set(d.get("peak", pd.Series(dtype=str)).fillna("").astype(str))
-        for ki, k in enumerate(kernels):
-            dk = d[d["kernel"] == k]
-            if len(dk):
-                style = dict(s=22, marker=markers[ri % len(markers)], color=colors(ki % 20), alpha=0.8)
-                ax.scatter(dk["intensity"], dk["tflops"], label=f"{short_name(k)} · {run.label}", **style)
-    _roofs(ax, peaks, roofs, np.geomspace(xmin, xmax, 200))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte moved)")
-    ax.set_ylabel("achieved TFLOPS")
+    roofs = set().union(*(set(d.get("peak", pd.Series(dtype=str)).fillna("").astype(str)) for _, d in points))
+    ax = axes[0, 0]
+    xs = _points(ax, [(run, d, d["intensity"]) for run, d in points], kernels)
+    _roofs(ax, peaks, roofs, xs)
+    ax.set_xlabel("arithmetic intensity (FLOP / HBM byte, one GPU)")
     ax.set_title(f"Roofline — {gpu_label or 'unknown GPU: no ceilings'}")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    if linked:
+        ax = axes[0, 1]
+        xs = _points(ax, [(run, d, d["flops"] / d["gpus"] / d["link"]) for run, d in linked], kernels)
+        link = peaks["nvlink_gbs"] / 1000.0  # TB/s: TFLOPS = TB/s x FLOP/byte
+        ax.plot(xs, link * xs, lw=1.0, ls=":", color="black", label=f"NVLink roof: {peaks['nvlink_gbs']:g} GB/s")
+        for key in sorted(roofs - {"memory", ""}):
+            if peaks.get(key):
+                ax.plot(xs, np.minimum(peaks[key], link * xs), lw=1.2, ls="--", label=f"roof {key}: {peaks[key]:g}")
+        ax.set_xlabel("FLOP / byte a GPU sends over NVLink (multi-GPU cases)")
+        ax.set_title("NVLink roofline (world size > 1)")
+    for ax in axes[0]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylabel("achieved TFLOPS per GPU")
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=7, loc="upper left", ncol=2)
     return _png(fig)
+
+
+def _rated(d: pd.DataFrame) -> pd.DataFrame:
+    return d[np.isfinite(d["intensity"]) & (d["intensity"] > 0) & (d["tflops_gpu"] > 0)]
+
+
+def _points(ax, series: list[tuple[Run, pd.DataFrame, pd.Series]], kernels: list[str]) -> np.ndarray:  # noqa: ANN001
+    """Each run's points (x given per row, TFLOPS per GPU up), one colour per kernel and one marker per run; the
+    x range for the roofs."""
+    import matplotlib.pyplot as plt
+
+    markers, colors = "os^Dv<>Pp*", plt.get_cmap("tab20")
+    xmin, xmax = 0.1, 1e4
+    for ri, (run, d, x) in enumerate(series):
+        if len(d):
+            xmin, xmax = min(xmin, x.min() / 2), max(xmax, x.max() * 2)
+        for ki, k in enumerate(kernels):
+            on = d["kernel"] == k
+            if on.any():
+                style = dict(s=22, marker=markers[ri % len(markers)], color=colors(ki % 20), alpha=0.8)
+                ax.scatter(x[on], d.loc[on, "tflops_gpu"], label=f"{short_name(k)} · {run.label}", **style)
+    return np.geomspace(xmin, xmax, 200)
 
 
 def _roofs(ax, peaks: dict[str, float], wanted: set[str], xs: np.ndarray) -> None:  # noqa: ANN001 - an Axes

@@ -281,7 +281,11 @@ def _roofline_section(page: Page, runs: list[Run], peaks: dict[str, float], gpu_
     else:
         note = f"no datasheet peaks for {html.escape(gpu_name or 'this GPU')}: pass --ceilings FILE"
     png = plots.plot_roofline(runs, peaks, gpu_label)
-    body = f'<p class="note">{note}; FLOPs and bytes from each kernel\'s SPEC.</p>'
+    body = (
+        f"<p class=\"note\">{note}; FLOPs and bytes from each kernel's SPEC. A multi-GPU case is drawn at one GPU's "
+        "share (its FLOPs over its world size); the NVLink panel, where kernels declare link_bytes and the ceilings "
+        "hold nvlink_gbs, sets the same points against FLOP per byte sent over the links.</p>"
+    )
     page.section("roofline", "Roofline", body + page.figure("roofline.png", png, "roofline"))
 
 

@@ -107,3 +107,17 @@ def test_a_cross_parameter_check_refuses_a_combination():
     assert spec.case_params({"H": 8, "GQA": 4}, "w")["GQA"] == 4
     with pytest.raises(SpecError, match="w: H=6 is not a multiple of GQA=4"):
         spec.case_params({"H": 6, "GQA": 4}, "w")
+
+
+def test_link_bytes_are_optional_counted_like_the_others_and_checked():
+    """``link_bytes``: what one rank sends over the GPU links (the report's NVLink roof); None when undeclared."""
+    from dataclasses import replace
+
+    p = {"M": 4, "N": 8, "K": 2, "dtype": "bf16", "bias": False}
+    assert GEMM.link_bytes_of(p) is None
+    sent = replace(GEMM, link_bytes=lambda q: 2.0 * q["M"] * q["N"])
+    assert sent.link_bytes_of(p) == 64.0
+    with pytest.raises(SpecError, match="link_bytes must be a finite number >= 0"):
+        replace(GEMM, link_bytes=lambda q: -1).link_bytes_of(p)
+    with pytest.raises(SpecError, match="gemm: link_bytes must be a function of the parameters"):
+        replace(GEMM, link_bytes=3)

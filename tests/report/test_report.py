@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -293,7 +294,7 @@ def _multi_gpu_run(tmp_path) -> Path:
                 flops = 2.0 * 1024 * n * 4096
                 t = flops / w / 400e12 * 1e6 * slow + 5.0
                 rows.append({"kernel": "gemm_all_scatter", "case_id": f"M1024_N{n}_W{w}_{cfg['BLOCK_M']}",
-                             "params": json.dumps({"M": 1024, "N": n, "K": 4096, "W": w, "seed": 0}),
+                             "params": json.dumps({"M": 1024, "N": n, "K": 4096, "dtype": "bf16", "W": w, "seed": 0}),
                              "world_size": w, "status": "ok", "time_us": t, "flops": flops, "bytes": 1e8,
                              "tflops": flops / (t * 1e-6) / 1e12, "config": cfg})  # fmt: skip
     out = tmp_path / "mg.csv"
@@ -370,3 +371,32 @@ def test_out_under_a_file_is_one_line(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     err = _report_cli(capsys, H100 / "golden.csv", "--out", tmp_path / "f" / "r")
     assert f"{tmp_path / 'f'} is a file, not a folder" in err
+
+
+def test_multi_gpu_points_are_one_gpus_share_and_the_links_bytes_come_from_the_spec(tmp_path):
+    """A multi-GPU kernel counts the FLOPs of all its ranks and the bytes of one: the roofline puts each case at
+    one GPU's share (FLOPs and TFLOPS over the world size), never above one GPU's roof; what a rank sends over
+    NVLink comes from the kernel's SPEC (gemm_all_scatter: e·M·(N/W)·(W−1); the GEMM-only twin sends nothing),
+    and with ``nvlink_gbs`` in the ceilings the roofline gets its NVLink panel."""
+    from harness.report.data import timed
+
+    run = load_runs([_multi_gpu_run(tmp_path)])[0]
+    d = timed(run.df)
+    w = d["world_size"].astype(float)
+    assert (d["gpus"] == w).all()
+    assert np.allclose(d["intensity"], d["flops"] / w / 1e8)
+    assert np.allclose(d["tflops_gpu"] * w, d["tflops"])
+    link = run.link_bytes(d)
+    params = [json.loads(p) for p in d["params"]]
+    want = [2 * 1024 * (p["N"] // p["W"]) * (p["W"] - 1) for p in params]  # bf16: 2 bytes an element
+    assert np.allclose(link.to_numpy(), want)
+    twin = run.df.assign(kernel="torch_gemm")
+    assert run.link_bytes(timed(twin)).isna().all()  # the SPEC says nothing: no point on the NVLink roof
+    ceilings = tmp_path / "c.yaml"
+    ceilings.write_text("nvlink_gbs: 350\nhbm_tbs: 3.0\nbf16: 800\n")
+    write_report([tmp_path / "mg.csv"], tmp_path / "r", ceilings=ceilings)
+    import matplotlib.image as mpimg
+
+    wide = mpimg.imread(tmp_path / "r" / "roofline.png").shape[1]
+    write_report([tmp_path / "mg.csv"], tmp_path / "r2")
+    assert wide > mpimg.imread(tmp_path / "r2" / "roofline.png").shape[1]  # two panels side by side
