@@ -71,6 +71,16 @@ def compare(
     no_calibration: Annotated[
         bool, typer.Option("--no-calibration", help="ignore the calibration the sidecars record")
     ] = False,
+    aa: Annotated[
+        Path | None,
+        typer.Option(
+            "--aa",
+            metavar="GOLDEN_AA",
+            help="golden's stack measured again in the same run (harness run ... --with-env GOLDEN --with-out "
+            "GOLDEN_AA): its deltas against GOLDEN estimate each kernel's process-to-process noise, which widens "
+            "every interval (docs/verdicts.md); the verdicts stay the rule's",
+        ),
+    ] = None,
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
@@ -86,7 +96,8 @@ def compare(
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
     rule = rule_of(rel, abs_us, min_golden_us)
     outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
-    refuse_overwrite(outputs, [golden, tot, sidecar_path(golden), sidecar_path(tot)])
+    inputs = [golden, tot, *([aa] if aa else [])]
+    refuse_overwrite(outputs, [*inputs, *map(sidecar_path, inputs)])
     if out and markdown:
         refuse_overwrite({"--markdown": markdown}, [out, meta_path(out)])
     for option, path in outputs.items():
@@ -103,7 +114,7 @@ def compare(
 
         load_calibration(calibration)
     _arrow_allocator()
-    cmp = compare_files(golden, tot, rule, unstable=unstable)
+    cmp = compare_files(golden, tot, rule, unstable=unstable, aa=aa)
     _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:
         stderr().print(f"[yellow]warning:[/] {w}")

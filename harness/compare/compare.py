@@ -70,6 +70,8 @@ class Comparison:
     #: the calibration applied (calibration.pick_calibration's record: --calibration FILE or a sidecar's, with its
     #: ``source`` and how many compared cases it calibrated); {} when none
     calibration: dict[str, Any] = field(default_factory=dict)
+    #: the A/A that widened the intervals (aa.aa_record: file, σ_p per kernel, verdicts it made ambiguous); {}
+    process_noise: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
@@ -131,6 +133,7 @@ class Comparison:
             "tot": {"path": self.tot_path, "env": self.tot_env},
             "counts": self.counts(),
             **({"calibration": self.calibration} if self.calibration else {}),
+            **({"process_noise": self.process_noise} if self.process_noise else {}),
         }
 
 
@@ -222,6 +225,21 @@ def compare_frames(
     one take (none at all when both files list the same cases in the same order). Rows stay in golden's order,
     then TOT-only cases; :func:`worst_first` orders them for display.
     """
+    table, warnings, _ = _compare(golden, tot, rule, unstable, golden_name, tot_name)
+    return table, warnings
+
+
+def _compare(
+    golden: pd.DataFrame,
+    tot: pd.DataFrame,
+    rule: Rule,
+    unstable: str,
+    golden_name: str,
+    tot_name: str,
+    process_pct: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, list[str], dict[str, np.ndarray]]:
+    """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
+    its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous)."""
     j, warnings = _join(golden, tot, golden_name, tot_name)
     gu, tu = _col(golden, "time_us", j.gi, np.nan), _col(tot, "time_us", j.ti, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
@@ -249,13 +267,22 @@ def compare_frames(
     differs = tot_cfg != cols["golden_config"]
     cols["tot_config"] = tot_cfg.where(differs, "") if differs.any() else blank(len(tot_cfg))
     cols["note"] = _notes(j, vcode, pct)
-    cols.update(_evidence(j, gu, tu, vcode, rule))
+    process = {}
+    if process_pct is not None:
+        sigma = pd.api.extensions.take(np.asarray(process_pct, dtype=np.float64), j.gi, allow_fill=True)
+        process["sigma"] = sigma
+    cols.update(_evidence(j, gu, tu, vcode, rule, process.get("sigma")))
+    if "by_process" in cols:
+        process["by_process"] = cols.pop("by_process")
     table = pd.DataFrame({c: cols[c] for c in COMPARE_COLUMNS if c in cols}, copy=False)  # no 2-D block copy
-    return table, warnings
+    return table, warnings, process
 
 
-def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule) -> dict[str, Any]:
-    """How sure each timed verdict is, from both stacks' rep times (confidence.assess); 'unknown' without them."""
+def _evidence(
+    j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule, process_pct: np.ndarray | None = None
+) -> dict[str, Any]:
+    """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
+    where given; 'unknown' without rep times."""
     u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
     sides = ((j.golden, j.gi), (j.tot, j.ti))
 
@@ -269,7 +296,7 @@ def _evidence(j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rul
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
         clocks = (_col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan))
-    ev = assess(gu, tu, vcode, rule, (j.gsc == u) | (j.tsc == u), rep_texts, counted, clocks)
+    ev = assess(gu, tu, vcode, rule, (j.gsc == u) | (j.tsc == u), rep_texts, counted, clocks, process_pct)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
@@ -427,16 +454,37 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
 
 
 def compare_files(
-    golden: str | os.PathLike[str], tot: str | os.PathLike[str], rule: Rule | None = None, *, unstable: str = "compare"
+    golden: str | os.PathLike[str],
+    tot: str | os.PathLike[str],
+    rule: Rule | None = None,
+    *,
+    unstable: str = "compare",
+    aa: str | os.PathLike[str] | None = None,
 ) -> Comparison:
+    """Compare two results files; ``aa``: golden's stack measured again in the same run, whose deltas against
+    golden widen every interval by the kernel's between-process noise (aa.py, docs/verdicts.md)."""
     rule = rule or Rule()
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(2) as pool:  # the CSV readers release the GIL: read both files at once
+    if aa is not None:
+        from harness.compare.aa import aa_record, aa_sigma, check_aa_env, check_aa_path, noted
+
+        check_aa_path(aa, golden, tot)
+    with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
         gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
+        af = pool.submit(load_results, aa) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
-    table, warnings = compare_frames(gdf, tdf, rule, unstable=unstable, golden_name=str(golden), tot_name=str(tot))
+        adf = af.result() if af is not None else None
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
+    sigma_rows = None
+    if adf is not None:
+        check_aa_env(genv, adf.attrs.get("env", {}), aa)
+        sigma_rows, noise = aa_sigma(gdf, adf, rule, str(aa))
+    table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows)
+    record: dict[str, Any] = {}
+    if adf is not None:
+        record = aa_record(aa, noise, table, process["sigma"], process["by_process"])
+        table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
     warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w]
@@ -449,4 +497,5 @@ def compare_files(
         tot_path=str(tot),
         warnings=warnings,
         gpu_rows=rows,
+        process_noise=record,
     )

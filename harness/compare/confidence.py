@@ -16,6 +16,10 @@ I = 100 ((golden − abs) / (rel · golden) − 1). A verdict is
   is on (measure it again: more reps decide it);
 - ``unknown`` when a stack has fewer than 2 reps (no spread to estimate the noise from);
 - ``''`` for verdicts that are not a timed comparison (failures, skips, ignored cases).
+
+Process noise: given each case's between-process noise σ_p (``process_pct``, % of Δ, estimated from an A/A of the
+same run: process_noise.py), the half-width h becomes sqrt(h² + (Z95 · σ_p)²) before the verdict is judged; NaN
+where the case has no such estimate (no widening).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ NOISE_FLOOR_PCT = 0.05
 #: how far (points of Δ%) from a limit a case can be and still be ambiguous: reps within the stability rule's 5 %
 #: give a 95 % half-width of at most ~7 points at 3 + 3 reps
 NEAR_PCT = 10.0
+#: the two-sided 95 % normal quantile: σ_p is estimated from many cases, its own quantile is the normal's
+Z95 = 1.959964
 #: two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); above 30, interpolated to 1.96
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
@@ -117,10 +123,12 @@ def evidence(
     tot_reps: tuple[np.ndarray, np.ndarray, np.ndarray],
     verdict_codes: np.ndarray,
     rule: Rule,
+    process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Per case: ``noise_pct`` (the larger of the two stacks' relative rep noise, %), ``delta_lo_pct`` and
     ``delta_hi_pct`` (the 95 % interval of Δ%), and ``confidence`` (module docstring). ``*_reps`` are
-    :func:`rep_stats` triples."""
+    :func:`rep_stats` triples. With ``process_pct`` (each case's σ_p, NaN: none) the interval is widened by it,
+    and ``by_process`` marks the cases it made ambiguous (confident from their reps alone)."""
     g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
     (ng, _, sdg), (nt, _, sdt) = golden_reps, tot_reps
     code = {v: i for i, v in enumerate(VERDICTS)}
@@ -130,15 +138,28 @@ def evidence(
     rows = np.flatnonzero(judged & (ng >= 2) & (nt >= 2))
     noise, lo, hi, half, reg_lim, imp_lim = _interval(g[rows], t[rows], ng[rows], sdg[rows], nt[rows], sdt[rows], rule)
     vr = v[rows]
-    sure = np.select(
-        [vr == code["regression"], vr == code["improvement"], vr == code["ok"]],
-        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
-        default=False,
-    )
+
+    def sure_of(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return np.select(
+            [vr == code["regression"], vr == code["improvement"], vr == code["ok"]],
+            [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
+            default=False,
+        )
+
+    sure = sure_of(lo, hi)
+    by_process = np.zeros(len(v), dtype=bool)
+    if process_pct is not None:
+        wide = widened(half, np.asarray(process_pct, dtype=np.float64)[rows])
+        delta = lo + half
+        lo, hi = delta - wide, delta + wide
+        was, sure = sure, sure_of(lo, hi)
+        by_process[rows] = was & ~sure & np.isfinite(half)
     known = np.isfinite(half)
     conf = np.where(judged, 2, 3).astype(np.int8)
     conf[rows] = np.where(known, np.where(sure, 0, 1), 2)
     out = {"confidence": conf}
+    if process_pct is not None:
+        out["by_process"] = by_process
     for name, values in (("noise_pct", noise), ("delta_lo_pct", lo), ("delta_hi_pct", hi)):
         out[name] = np.full(len(v), np.nan)
         out[name][rows] = np.where(known, values, np.nan)
@@ -162,17 +183,35 @@ def _interval(
         return 100.0 * np.fmax(rg, rt), delta - half, delta + half, half, reg_lim, imp_lim
 
 
-def near_limit(golden_us: np.ndarray, tot_us: np.ndarray, verdict_codes: np.ndarray, rule: Rule) -> np.ndarray:
+def widened(half: np.ndarray, process_pct: np.ndarray) -> np.ndarray:
+    """The 95 % half-width of Δ% with the between-process noise σ_p added: sqrt(h² + (Z95 · σ_p)²); ``half`` where
+    σ_p is NaN (no estimate for that case). Golden and TOT are two processes, as the A/A's two are, so σ_p (the
+    spread of an A/A's Δ%) is the spread this adds to Δ% directly."""
+    extra = np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
+    return np.sqrt(np.asarray(half, dtype=np.float64) ** 2 + extra**2)
+
+
+def near_limit(
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    verdict_codes: np.ndarray,
+    rule: Rule,
+    process_pct: np.ndarray | None = None,
+) -> np.ndarray:
     """Timed cases whose Δ% lies within NEAR_PCT points of the regression or the improvement limit: the only ones
     rep noise can make ambiguous. Further out, reps that the stability rule accepts (a pair within 5 %, or an
-    'unstable' row's median) cannot carry the interval across: such a case's verdict is confident."""
+    'unstable' row's median) cannot carry the interval across: such a case's verdict is confident. With
+    ``process_pct`` the window grows by each case's Z95 · σ_p (the widened half-width is at most h + Z95 · σ_p)."""
     g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
     code = {v: i for i, v in enumerate(VERDICTS)}
     judged = np.isin(verdict_codes, [code["regression"], code["improvement"], code["ok"]])
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = 100.0 * (t / g - 1.0)
         reg_lim, imp_lim = rule.limits_pct(g)
-        return judged & ((np.abs(delta - reg_lim) < NEAR_PCT) | (np.abs(delta - imp_lim) < NEAR_PCT))
+        near = NEAR_PCT
+        if process_pct is not None:
+            near = NEAR_PCT + np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
+        return judged & ((np.abs(delta - reg_lim) < near) | (np.abs(delta - imp_lim) < near))
 
 
 def clock_explains(
@@ -225,13 +264,18 @@ def assess(
     rep_texts: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray | None]],
     counted: tuple[np.ndarray, np.ndarray],
     clocks: tuple[np.ndarray, np.ndarray] | None = None,
+    process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """``evidence`` for every row, judged as compare does: rep times are read only for the cases near a limit
     or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without);
     the rest are confident when each stack counted at least 2 reps (``counted``); a confident verdict whose time
-    moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. The one copy of this judgement, for
-    compare's files and for the referee of a re-measuring run."""
-    near = near_limit(golden_us, tot_us, verdict_codes, rule) | (np.isin(verdict_codes, JUDGED) & unstable)
+    moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. ``process_pct``: each case's
+    between-process noise σ_p (NaN: none), which widens its interval (:func:`widened`) and the window of cases
+    whose reps are read (a case far out by the reps alone may be near once σ_p is added); ``by_process`` then
+    marks the cases it made ambiguous. The one copy of this judgement, for compare's files and for the referee of
+    a re-measuring run."""
+    near = near_limit(golden_us, tot_us, verdict_codes, rule, process_pct)
+    near |= np.isin(verdict_codes, JUDGED) & unstable
     stats = []
     for texts in rep_texts(near) if near.any() else (None, None):
         full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
@@ -239,11 +283,13 @@ def assess(
             for out, part in zip(full, rep_stats(texts)):
                 out[near] = part
         stats.append(full)
-    ev = evidence(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule)
+    ev = evidence(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule, process_pct)
     conf = ev["confidence"]
     far = (conf == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
     conf[far] = CONFIDENCE.index("confident")
     if clocks is not None:
         moved = clock_explains(golden_us, tot_us, clocks[0], clocks[1], verdict_codes, rule)
         conf[moved & (conf == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")
+        if "by_process" in ev:  # the clock would have made these ambiguous anyway
+            ev["by_process"] &= ~moved
     return ev

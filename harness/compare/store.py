@@ -147,4 +147,5 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
         golden_path=meta.get("golden", {}).get("path", ""),
         tot_path=meta.get("tot", {}).get("path", ""),
         calibration=calibration if isinstance(calibration, dict) else {},
+        process_noise=meta.get("process_noise") if isinstance(meta.get("process_noise"), dict) else {},
     )

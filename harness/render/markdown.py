@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import ATTENTION, BLOCKING
@@ -135,6 +136,7 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]
     if cmp.calibration:
         parts.append(f"Calibration: {calibration_line(cmp.calibration, len(cmp.table))}.\n\n")
+    parts += _process_noise(cmp.process_noise)
     parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in (cmp.same_triton, cmp.other_gpu) if w]
     if explain_url:
         parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")
@@ -202,3 +204,12 @@ def _fit(sections: list[_Section], budget: int) -> tuple[str, int]:
         out += s.opening + s.header + body + s.closing
         budget -= used
     return out, dropped
+
+
+def _process_noise(record: dict) -> list[str]:
+    """The A/A's lines (compare/aa.py: process_lines) as a sentence and a list; none without an A/A."""
+    lines = process_lines(record)
+    if not lines:
+        return []
+    head = lines[0][0].upper() + lines[0][1:]
+    return [f"{head}\n\n", *(f"- {line.strip()}\n" for line in lines[1:]), "\n"]

@@ -19,6 +19,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import BLOCKING, VERDICTS, is_verdict
@@ -128,6 +129,8 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
     con.print(f"[bold]rule[/]    {escape(cmp.rule.describe())}")
     if cmp.calibration:
         con.print(f"[bold]calibration[/] {escape(calibration_line(cmp.calibration, len(t)))}")
+    for line in process_lines(cmp.process_noise):
+        con.print(escape(line))
     if any(k != n for n, k in keys.items()):
         con.print("[bold]kernels[/]")
         for name, key in keys.items():

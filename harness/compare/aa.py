@@ -1,0 +1,141 @@
+"""The A/A file given to ``harness compare --aa``: golden's stack measured again in the same run. Its checks (one
+line each: a file of another suite, GPU or Triton, or golden or TOT itself, is refused), the σ_p it gives each
+case (process_noise.py) and what the comparison records and says of it (docs/verdicts.md, "Process noise")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.compare.notes import _gpu_field, _uuid
+from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
+from harness.compare.rule import Rule
+from harness.errors import HarnessError
+
+#: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
+SAME_AS_GOLDEN = (
+    ("suite", lambda e: Path(str(e.get("suite") or "")).name),
+    ("GPU", lambda e: _gpu_field(e, "name")),
+    ("GPU", lambda e: "GPU-" + _uuid(e) if _uuid(e) else ""),
+    ("Triton", lambda e: _triton(e)),
+)
+
+
+def _triton(env: dict[str, Any]) -> str:
+    t = env.get("triton") if isinstance(env.get("triton"), dict) else {}
+    return " at ".join(str(t[k]) for k in ("version", "path") if t.get(k))
+
+
+def check_aa_path(aa: str | os.PathLike[str], golden: str | os.PathLike[str], tot: str | os.PathLike[str]) -> None:
+    """Refuse a missing A/A file, or one that is golden's or TOT's file (the same file, or a copy of its bytes):
+    its deltas would all be 0, and the verdicts judged as if processes never differed."""
+    from harness.compare.calibration import file_sha256
+
+    p = Path(aa)
+    if not p.is_file():
+        raise HarnessError(f"--aa {p}: no such file")
+    digest = file_sha256(p)
+    for name, other in (("GOLDEN", golden), ("TOT", tot)):
+        if Path(other).is_file() and (os.path.samefile(p, other) or file_sha256(other) == digest):
+            raise HarnessError(
+                f"--aa {p}: is {name} ({other}) itself: give golden's stack measured again in the same run "
+                "(harness run ... --with-env GOLDEN --with-out AA)"
+            )
+
+
+def check_aa_env(golden_env: dict[str, Any], aa_env: dict[str, Any], aa: str | os.PathLike[str]) -> None:
+    """Refuse an A/A whose sidecar names another suite, GPU (model or physical GPU) or Triton than golden's: its
+    deltas would measure that difference, not two processes of golden's stack. Fields a sidecar does not record
+    are not compared."""
+    for what, read in SAME_AS_GOLDEN:
+        g, a = read(golden_env), read(aa_env)
+        if g and a and g != a:
+            raise HarnessError(
+                f"--aa {aa}: another {what} than golden's ({a} vs {g}): an A/A is golden's stack measured again "
+                "in the same run, on the same GPU"
+            )
+
+
+def aa_sigma(golden: pd.DataFrame, aa: pd.DataFrame, rule: Rule, aa_name: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """(σ_p of each golden row, NaN where the case has no A/A delta; the per-kernel table of family_noise).
+    Refused (one line) when no case was timed ok under both: an A/A of other cases."""
+    delta = aa_delta_pct(golden, aa, rule)
+    if not np.isfinite(delta).any():
+        raise HarnessError(
+            f"--aa {aa_name}: none of golden's {len(golden)} cases was timed ok (at or above the "
+            f"{rule.min_golden_us:g} us floor) in both files: an A/A of another suite or other cases?"
+        )
+    kernels = golden["kernel"].astype(str).to_numpy()
+    noise = family_noise(kernels, delta)
+    return case_sigma(kernels, np.isfinite(delta), noise), noise
+
+
+def aa_record(
+    aa: str | os.PathLike[str], noise: pd.DataFrame, table: pd.DataFrame, sigma: np.ndarray, by_process: np.ndarray
+) -> dict[str, Any]:
+    """What the comparison's ``.meta.json`` keeps as ``process_noise``: the A/A file (path, SHA-256), the cases
+    it widened and the judged cases it could not (``not_in_aa``), and per kernel its A/A cases, median |Δ_AA|,
+    σ_p and the verdicts made ambiguous by it (``ambiguous``)."""
+    from harness.compare.calibration import file_sha256
+    from harness.compare.confidence import JUDGED
+    from harness.compare.rule import VERDICTS
+
+    judged = np.isin(pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes, JUDGED)
+    kernels = table["kernel"].astype(str)
+    made = kernels[by_process].value_counts()
+    return {
+        "path": str(Path(aa).resolve()),
+        "sha256": file_sha256(aa),
+        "source": "--aa",
+        "widened": int((judged & np.isfinite(sigma)).sum()),
+        "not_in_aa": int((judged & ~np.isfinite(sigma)).sum()),
+        "kernels": {
+            str(k): {
+                "cases": int(r["cases"]),
+                "median_abs_pct": round(float(r["median_abs_pct"]), 4),
+                "sigma_pct": round(float(r["sigma_pct"]), 4),
+                "ambiguous": int(made.get(k, 0)),
+            }
+            for k, r in noise.iterrows()
+        },
+    }
+
+
+def process_lines(record: dict[str, Any]) -> list[str]:
+    """The lines compare shows for the A/A it used (terminal, markdown), each under 80 columns for the usual
+    kernel names: a heading naming the file, then one line per kernel whose σ_p made a verdict ambiguous (or
+    the largest σ_p when none did)."""
+    if not record:
+        return []
+    kernels = record.get("kernels") or {}
+    head = f"process noise (A/A {Path(str(record.get('path', '?'))).name}):"
+    if record.get("not_in_aa"):
+        head += f" {record['not_in_aa']} cases not in it"
+    lines = [
+        f"  {k} {v.get('sigma_pct', 0):.2g} %: {v['ambiguous']} "
+        f"verdict{'s' if v['ambiguous'] != 1 else ''} ambiguous because of it"
+        for k, v in sorted(kernels.items())
+        if v.get("ambiguous")
+    ]
+    if not lines and kernels:
+        k, v = max(kernels.items(), key=lambda kv: kv[1].get("sigma_pct", 0))
+        lines = [f"  no verdict changed (largest: {k} {v.get('sigma_pct', 0):.2g} %)"]
+    return [head, *lines]
+
+
+def noted(table: pd.DataFrame, sigma: np.ndarray, by_process: np.ndarray) -> pd.DataFrame:
+    """``table`` with each case made ambiguous by process noise noted (``process noise 2.7 % (A/A)``); the input
+    is not changed."""
+    rows = np.flatnonzero(by_process)
+    if not len(rows):
+        return table
+    out = table.copy()
+    before = out["note"].astype(object).fillna("").astype(str)
+    out["note"] = before
+    notes = [f"process noise {s:.2g} % (A/A)" for s in sigma[rows]]
+    out.loc[out.index[rows], "note"] = [f"{b}; {n}" if b else n for b, n in zip(before.iloc[rows], notes)]
+    return out
