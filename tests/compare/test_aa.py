@@ -1,0 +1,124 @@
+"""`harness compare GOLDEN TOT --aa GOLDEN_AA` on AITER's batched GEMMs measured on an H200 (golden, TOT and golden
+again interleaved in one run; tests/data/aiter-h200-aa): the a8w8 kernel's two golden processes differ by 0.3–5.8 %
+while its reps agree within 0.6 %, so its confident flags become ambiguous; the verdicts stay the rule's; an A/A
+that is not golden's stack in the same run is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from tests.conftest import DATA, cli
+
+H200 = DATA / "aiter-h200-aa"
+A8, BF = "aiter_batched_gemm_a8w8", "aiter_batched_gemm_bf16"
+
+
+def _compare(capsys, tmp_path, *extra: object) -> tuple[pd.DataFrame, str, dict]:
+    out = tmp_path / "c.csv"
+    code, stdout, err = cli(capsys, "compare", H200 / "golden.csv", H200 / "tot.csv", "--out", out, *extra)
+    assert code == 0, err
+    return pd.read_csv(out, keep_default_na=False), stdout, json.loads((tmp_path / "c.csv.meta.json").read_text())
+
+
+def _flags(t: pd.DataFrame, kernel: str, confidence: str) -> int:
+    k = t[t["kernel"] == kernel]
+    return int((k["verdict"].isin(["regression", "improvement"]) & (k["confidence"] == confidence)).sum())
+
+
+def test_the_aa_makes_a8w8s_process_noise_flags_ambiguous(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    before, _, _ = _compare(capsys, tmp_path)
+    (tmp_path / "c.csv").unlink()
+    (tmp_path / "c.csv.meta.json").unlink()
+    after, stdout, meta = _compare(capsys, tmp_path, "--aa", H200 / "golden-aa.csv", "--markdown", tmp_path / "c.md")
+    assert after["verdict"].tolist() == before["verdict"].tolist()  # the rule decides, never the A/A
+    assert list(after.columns) == list(before.columns)
+    # a8w8: 10 confident regressions and 2 confident improvements, all within its ±5.3-point process noise
+    assert (_flags(before, A8, "confident"), _flags(after, A8, "confident")) == (12, 0)
+    # bf16 (σ_p 0.23 %): its flags well past the limit stay confident, those within 0.46 point of it do not
+    assert (_flags(before, BF, "confident"), _flags(after, BF, "confident")) == (5, 1)
+    kept = after[(after["kernel"] == BF) & (after["confidence"] == "confident")]
+    assert len(kept) == 9  # 8 ok and the -1.2 % improvement of the 19.5 ms case
+    rec = meta["process_noise"]
+    assert rec["path"].endswith("golden-aa.csv") and len(rec["sha256"]) == 64 and rec["not_in_aa"] == 0
+    assert rec["kernels"][A8]["cases"] == 18 and rec["kernels"][A8]["sigma_pct"] == pytest.approx(2.70, abs=0.01)
+    assert rec["kernels"][BF]["sigma_pct"] == pytest.approx(0.23, abs=0.01)
+    assert (rec["kernels"][A8]["ambiguous"], rec["kernels"][BF]["ambiguous"]) == (17, 5)
+    lines = stdout.splitlines()
+    i = lines.index("process noise (A/A golden-aa.csv):")
+    assert lines[i + 1 : i + 3] == [
+        f"  {A8} 2.7 %: 17 verdicts ambiguous because of it",
+        f"  {BF} 0.23 %: 5 verdicts ambiguous because of it",
+    ]
+    assert all(len(line) <= 80 for line in lines[i : i + 3])
+    md = (tmp_path / "c.md").read_text()
+    assert f"Process noise (A/A golden-aa.csv):\n\n- {A8} 2.7 %: 17 verdicts ambiguous because of it\n" in md
+    assert "process noise 2.7 % (A/A)" in after.loc[after["kernel"] == A8, "note"].tolist()
+
+
+def test_a_quiet_aa_keeps_what_it_cannot_explain(capsys, tmp_path):
+    """The a8w8 repeat (golden, golden, TOT): its two golden processes agree within 2.1 % (σ_p 0.87 %): the
+    ok cases far from the limit stay confident."""
+    out = tmp_path / "c.csv"
+    code, stdout, err = cli(capsys, "compare", H200 / "B-1-golden.csv", H200 / "B-3-tot.csv", "--out", out,
+                            "--aa", H200 / "B-2-golden.csv")  # fmt: skip
+    assert code == 0, err
+    t = pd.read_csv(out, keep_default_na=False)
+    assert (t["confidence"] == "confident").sum() == 4 and (t["confidence"] == "ambiguous").sum() == 5
+    assert f"  {A8} 0.87 %: 5 verdicts ambiguous because of it" in stdout
+
+
+def test_cases_missing_from_the_aa_are_not_widened_and_counted(capsys, tmp_path):
+    aa = tmp_path / "aa.csv"
+    rows = pd.read_csv(H200 / "golden-aa.csv", dtype=str, keep_default_na=False)
+    rows[rows["kernel"] == BF].to_csv(aa, index=False)  # an A/A of the bf16 kernel only
+    shutil.copy(H200 / "golden-aa.csv.env.json", tmp_path / "aa.csv.env.json")
+    t, stdout, meta = _compare(capsys, tmp_path, "--aa", aa)
+    assert meta["process_noise"]["not_in_aa"] == 18 and meta["process_noise"]["widened"] == 18
+    assert list(meta["process_noise"]["kernels"]) == [BF]
+    assert _flags(t, A8, "confident") == 12  # judged by their reps alone, as without --aa
+    assert "process noise (A/A aa.csv): 18 cases not in it" in stdout
+
+
+def _refused(capsys, golden, tot, aa) -> str:
+    code, out, err = cli(capsys, "compare", golden, tot, "--aa", aa)
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def _copy(tmp_path, name: str, **sidecar: object):
+    """golden-aa.csv copied as ``name``, its sidecar's fields replaced by ``sidecar``."""
+    p = tmp_path / name
+    shutil.copy(H200 / "golden-aa.csv", p)
+    env = json.loads((H200 / "golden-aa.csv.env.json").read_text())
+    env.update(sidecar)
+    (tmp_path / f"{name}.env.json").write_text(json.dumps(env))
+    return p
+
+
+def test_an_aa_that_is_not_goldens_stack_in_the_same_run_is_refused(capsys, tmp_path):
+    g, t = H200 / "golden.csv", H200 / "tot.csv"
+    assert f"--aa {tmp_path / 'nope.csv'}: no such file" in _refused(capsys, g, t, tmp_path / "nope.csv")
+    assert "is TOT" in _refused(capsys, g, t, t)
+    assert "is GOLDEN" in _refused(capsys, g, t, g)
+    shutil.copy(g, tmp_path / "copy.csv")
+    assert "is GOLDEN" in _refused(capsys, g, t, tmp_path / "copy.csv")  # the same bytes under another name
+    # the repeat ran on another H200 (another physical GPU) than the three-way run
+    assert "another GPU than golden's" in _refused(capsys, g, t, H200 / "B-2-golden.csv")
+    # TOT's stack as the A/A: another Triton
+    err = _refused(capsys, H200 / "B-1-golden.csv", H200 / "B-2-golden.csv", H200 / "B-3-tot.csv")
+    assert "another Triton than golden's (3.9.0" in err
+    other = _copy(tmp_path, "suite.csv", suite="suites/ci.yaml")
+    assert "another suite than golden's (ci.yaml vs batched_gemm.yaml)" in _refused(capsys, g, t, other)
+
+
+def test_an_aa_of_other_cases_is_refused(capsys, tmp_path):
+    aa = tmp_path / "other.csv"
+    rows = pd.read_csv(H200 / "golden-aa.csv", dtype=str, keep_default_na=False)
+    rows.assign(case_id=rows["case_id"] + "_x").to_csv(aa, index=False)
+    err = _refused(capsys, H200 / "golden.csv", H200 / "tot.csv", aa)
+    assert "none of golden's 36 cases was timed ok" in err
