@@ -242,6 +242,8 @@ def comparison_record(
     }
     if cmp.calibration:  # which calibration judged it (its figures are stored with the calibration)
         meta["calibration"] = {k: v for k, v in cmp.calibration.items() if k not in ("columns", "rows")}
+    if cmp.process_noise:  # the A/A that widened its intervals (--aa): file, σ_p per kernel
+        meta["process_noise"] = cmp.process_noise
     return {
         "content_hash": digest,
         "path": str(path),

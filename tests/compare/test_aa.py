@@ -58,6 +58,13 @@ def test_the_aa_makes_a8w8s_process_noise_flags_ambiguous(capsys, tmp_path, monk
     md = (tmp_path / "c.md").read_text()
     assert f"Process noise (A/A golden-aa.csv):\n\n- {A8} 2.7 %: 17 verdicts ambiguous because of it\n" in md
     assert "process noise 2.7 % (A/A)" in after.loc[after["kernel"] == A8, "note"].tolist()
+    # publish renders the stored comparison: the same lines
+    from harness.compare.store import load_compare
+    from harness.render.markdown import render_markdown
+
+    stored = load_compare(tmp_path / "c.csv")
+    assert stored.process_noise == rec
+    assert f"- {BF} 0.23 %: 5 verdicts ambiguous because of it\n" in render_markdown(stored, artifact="c.csv")
 
 
 def test_a_quiet_aa_keeps_what_it_cannot_explain(capsys, tmp_path):
