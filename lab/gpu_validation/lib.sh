@@ -33,11 +33,12 @@ hretune() {
 }
 CONFIGS=${CONFIGS:-}
 [ -n "$CONFIGS" ] && [ -d "$CONFIGS" ] && export HARNESS_CONFIG_DIR=$CONFIGS
-# a folder's comparisons: BASE vs NEW (compare.*) and BASE vs AGAIN, the A/A (compare-aa.*), each with its markdown
+# a folder's comparisons: BASE vs NEW (compare.*), judged with the A/A's process noise (--aa), and BASE vs AGAIN,
+# the A/A itself (compare-aa.*), each with its markdown
 compare_with_aa() {
   local d=$1 base=$2 new=$3 again=$4
   h compare "$d/$base.csv" "$d/$new.csv" --out "$d/compare.csv" --markdown "$d/compare.md" --worst 15 \
-    > "$d/compare.txt" 2>&1 || true
+    --aa "$d/$again.csv" > "$d/compare.txt" 2>&1 || true
   h compare "$d/$base.csv" "$d/$again.csv" --out "$d/compare-aa.csv" --markdown "$d/compare-aa.md" \
     > "$d/compare-aa.txt" 2>&1 || true
 }

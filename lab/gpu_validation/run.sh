@@ -93,10 +93,7 @@ for step in "$@"; do
       hrun --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
         --with-env envs/golden.yaml --with-out "$R/golden-aa.csv" --suite "$SUITE" --resume --artifacts 2>&1 | tail -4
       stamp "run golden+tot+golden interleaved end"
-      h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
-        > "$R/compare.txt" 2>&1 || true
-      h compare "$R/golden.csv" "$R/golden-aa.csv" --out "$R/compare-aa.csv" --markdown "$R/compare-aa.md" \
-        > "$R/compare-aa.txt" 2>&1 || true
+      compare_with_aa "$R" golden tot golden-aa
       grep -E "cases|regressions|improvement|nothing" "$R/compare.txt" "$R/compare-aa.txt" | head -20 || true
       ;;
     aa-il)  # golden twice in one run, interleaved: what the rule flags here is noise
@@ -230,7 +227,8 @@ PY
         hrun --env envs/golden.yaml --out "$M/golden.csv" --with-env envs/tot.yaml --with-out "$M/tot.csv" \
           --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" --suite suites/multigpu.yaml \
           --filter "${FILTER:-^(?!.*_W4)}" --compile-jobs 8 --resume ${RUN_ARGS:-} 2>&1 | tail -3
-        h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" >"$M/compare.txt" 2>&1 || true
+        h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" --aa "$M/golden-aa.csv" \
+          >"$M/compare.txt" 2>&1 || true
       fi
       h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
         >"$M/compare-aa.txt" 2>&1 || true
