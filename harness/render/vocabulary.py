@@ -1,9 +1,11 @@
-"""How each verdict looks, everywhere it is shown (terminal, PR markdown, spreadsheet, HTML report), and how a
-case is named: one copy, so the four never disagree."""
+"""How each verdict looks, everywhere it is shown (terminal, PR markdown, spreadsheet, HTML report), how a
+case is named and what the two stacks are called: one copy, so the four never disagree."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -48,3 +50,18 @@ def rgb(hex_color: str) -> tuple[float, float, float]:
     """``#f4c7c3`` -> (0.957, 0.780, 0.765)."""
     h = hex_color.lstrip("#")
     return tuple(round(int(h[i : i + 2], 16) / 255, 3) for i in (0, 2, 4))  # type: ignore[return-value]
+
+
+#: what the two sides of a comparison are called when it names them as usual (env specs ``golden`` and ``tot``)
+STACKS = ("golden", "TOT")
+
+
+def stack_labels(golden_env: Mapping[str, Any] | None, tot_env: Mapping[str, Any] | None) -> tuple[str, str]:
+    """What to call the two sides of a comparison: the env names its results recorded (``env_name`` of each
+    side's environment, e.g. ``main`` and ``pr`` for two checkouts of a kernel library under one Triton), or
+    ``golden`` / ``TOT`` where those are the names, where a name is missing, or where both are the same."""
+    names = [str((env or {}).get("env_name") or "").strip() for env in (golden_env, tot_env)]
+    if not all(names) or names[0].lower() == names[1].lower():
+        return STACKS
+    usual = {"golden": STACKS[0], "tot": STACKS[1]}
+    return usual.get(names[0].lower(), names[0]), usual.get(names[1].lower(), names[1])

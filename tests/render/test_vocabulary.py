@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.compare.rule import VERDICTS
 from harness.publish.sheets import VERDICT_COLORS
 from harness.render.terminal import SHORT, STYLE
-from harness.render.vocabulary import LOOKS, case_label, rgb
+from harness.render.vocabulary import LOOKS, STACKS, case_label, rgb, stack_labels
 from harness.report.plots import VERDICT_COLORS as PLOT_COLORS
 
 
@@ -20,3 +20,18 @@ def test_every_verdict_has_one_look_used_everywhere():
 
 def test_a_case_is_named_kernel_slash_id():
     assert case_label("gemm", "M16_N32_K64") == "gemm/M16_N32_K64"
+
+
+def test_the_stacks_are_called_as_the_comparison_names_them():
+    assert STACKS == ("golden", "TOT")
+    assert stack_labels({"env_name": "main"}, {"env_name": "pr"}) == ("main", "pr")
+    assert stack_labels({"env_name": "golden"}, {"env_name": "tot"}) == ("golden", "TOT")
+    assert stack_labels({"env_name": "golden"}, {"env_name": "triton-3.9.0"}) == ("golden", "triton-3.9.0")
+    assert stack_labels({"env_name": "tot"}, {"env_name": "golden"}) == ("TOT", "golden")  # swapped: as recorded
+
+
+def test_missing_or_equal_names_keep_golden_and_tot():
+    assert stack_labels({}, {}) == stack_labels(None, None) == ("golden", "TOT")
+    assert stack_labels({"env_name": "main"}, {}) == ("golden", "TOT")  # one side unnamed: no pair of names to show
+    assert stack_labels({"env_name": "golden"}, {"env_name": "golden"}) == ("golden", "TOT")  # one env run twice
+    assert stack_labels({"env_name": "Main"}, {"env_name": "main "}) == ("golden", "TOT")
