@@ -25,6 +25,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.render.mdtable import md_table
+from harness.render.vocabulary import STACKS, stack_labels
 from harness.results.cells import text
 
 # ------------------------------------------------------------------------------------------ resources
@@ -387,16 +388,26 @@ def register_agnostic(lines: list[str]) -> list[str]:
     return [_REGS.sub(lambda m: (m.group(1) or m.group(3)) + ("#" if m.group(1) else "[#]"), ln) for ln in lines]
 
 
-def asm_diff(g: Kernel, t: Kernel, context: int = 2, registers: bool = True) -> list[str]:
+def folder_labels(labels: tuple[str, str]) -> tuple[str, str]:
+    """The stacks' names where they head paths and lines in lower case: ``golden`` / ``tot`` for the usual pair."""
+    return ("golden", "tot") if labels == STACKS else labels
+
+
+def asm_diff(
+    g: Kernel, t: Kernel, context: int = 2, registers: bool = True, labels: tuple[str, str] = STACKS
+) -> list[str]:
+    """A unified diff of the two kernels' assembly, its file headers ``golden/ID/sass`` and ``tot/ID/sass`` (the
+    stacks' names in ``labels``)."""
     ga, ta = g.normalized_asm(), t.normalized_asm()
+    gname, tname = folder_labels(labels)
     if not registers:
         ga, ta = register_agnostic(ga), register_agnostic(ta)
     return list(
         difflib.unified_diff(
             ga,
             ta,
-            fromfile=f"golden/{g.id}/{g.asm_kind()}",
-            tofile=f"tot/{t.id}/{t.asm_kind()}",
+            fromfile=f"{gname}/{g.id}/{g.asm_kind()}",
+            tofile=f"{tname}/{t.id}/{t.asm_kind()}",
             n=context,
             lineterm="",
         )
@@ -420,7 +431,7 @@ class KernelDiff:
         return f"diff-{self.golden.id[:16]}-{self.tot.id[:16]}.diff" if self.golden and self.tot else ""
 
 
-def diff_kernels(g: Kernel | None, t: Kernel | None) -> KernelDiff:
+def diff_kernels(g: Kernel | None, t: Kernel | None, labels: tuple[str, str] = STACKS) -> KernelDiff:
     name = (g or t).name  # type: ignore[union-attr]
     if g is None or t is None:
         return KernelDiff(name, g, t, [], [], {}, [], False)
@@ -435,16 +446,16 @@ def diff_kernels(g: Kernel | None, t: Kernel | None) -> KernelDiff:
         resource_rows(gr, tr),
         mix_rows(gm, tm),
         ttgir_diff(ttgir_facts(g.text("ttgir")), ttgir_facts(t.text("ttgir"))),
-        asm_diff(g, t) if ga != ta else [],
+        asm_diff(g, t, labels=labels) if ga != ta else [],
         ga == ta,
-        asm_diff(g, t, registers=False) if ga != ta else [],
+        asm_diff(g, t, registers=False, labels=labels) if ga != ta else [],
     )
 
 
-def headline(kd: KernelDiff) -> str:
-    """One line of the most telling differences, for tables."""
+def headline(kd: KernelDiff, labels: tuple[str, str] = STACKS) -> str:
+    """One line of the most telling differences, for tables (``labels``: what the two stacks are called)."""
     if kd.golden is None or kd.tot is None:
-        return "only in " + ("TOT" if kd.golden is None else "golden")
+        return "only in " + (labels[1] if kd.golden is None else labels[0])
     bits = []
     for key, a, b, mark in kd.resources:
         if mark and key in ("registers", "local_bytes", "spills", "shared_bytes", "occupancy", "num_stages"):
@@ -469,6 +480,7 @@ class CaseExplain:
     row: dict[str, Any]
     diffs: list[KernelDiff]
     problem: str = ""
+    labels: tuple[str, str] = STACKS  # what the two stacks are called (render.vocabulary.stack_labels)
 
     @property
     def slug(self) -> str:
@@ -485,6 +497,19 @@ def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> t
         raise HarnessError(f"results file {named} (named by the compare metadata) not found, nor beside it")
     df = load_results(path)
     return df, (override or artifacts_dir(path, df.attrs["env"]))
+
+
+def compare_labels(compare_csv: Path) -> tuple[str, str]:
+    """What the two stacks of a comparison are called (:func:`stack_labels` of the environments its
+    ``.meta.json`` records), without reading its table: for the title of a page that explains no case."""
+    from harness.compare.store import meta_path
+
+    try:
+        meta = json.loads(meta_path(compare_csv).read_text())
+    except (OSError, ValueError):
+        return STACKS
+    sides = [meta.get(side) if isinstance(meta, dict) else None for side in ("golden", "tot")]
+    return stack_labels(*((s.get("env") if isinstance(s, dict) else None) for s in sides))
 
 
 def explain_cases(
@@ -509,7 +534,8 @@ def explain_cases(
     cmp = load_compare(compare_csv)
     g_df, g_root = _results_and_root(cmp.golden_path, compare_csv, golden_artifacts)
     t_df, t_root = _results_and_root(cmp.tot_path, compare_csv, tot_artifacts)
-    for df, root, label in ((g_df, g_root, "golden"), (t_df, t_root, "TOT")):
+    labels = stack_labels(cmp.golden_env, cmp.tot_env)
+    for df, root, label, side in ((g_df, g_root, labels[0], "golden"), (t_df, t_root, labels[1], "tot")):
         if str(df.attrs.get("env", {}).get("backend") or "") == "interp":
             raise HarnessError(
                 f"{label} results ran on Triton's CPU interpreter, which compiles no kernels: nothing to explain "
@@ -518,7 +544,7 @@ def explain_cases(
         if "artifacts" not in df.columns or not text(df["artifacts"]).str.len().any():
             raise HarnessError(f"{label} results have no artifacts column: run them with `harness run --artifacts`")
         if not root.is_dir():
-            raise HarnessError(f"{root}: {label} artifacts folder not found (pass --{label.lower()}-artifacts DIR)")
+            raise HarnessError(f"{root}: {label} artifacts folder not found (pass --{side}-artifacts DIR)")
     table = cmp.table.iloc[worst_first(cmp.table)]
     if cases:
         keys = table["kernel"] + "/" + table["case_id"]
@@ -536,15 +562,15 @@ def explain_cases(
         key = f"{rec['kernel']}/{rec['case_id']}"
         gids = [x for x in g_art.get(key, "").split(";") if x]
         tids = [x for x in t_art.get(key, "").split(";") if x]
-        ce = CaseExplain(rec["kernel"], rec["case_id"], rec, [])
+        ce = CaseExplain(rec["kernel"], rec["case_id"], rec, [], labels=labels)
         if not gids or not tids:
-            ce.problem = "no artifacts for this case in " + ("golden" if not gids else "TOT") + " (not compiled?)"
+            ce.problem = f"no artifacts for this case in {labels[0] if not gids else labels[1]} (not compiled?)"
         else:
             pair = (tuple(gids), tuple(tids))
             if pair not in diffs:  # cases sharing their compiled kernels share one diff
                 gk = [load_kernel(g_root, i) for i in gids]
                 tk = [load_kernel(t_root, i) for i in tids]
-                diffs[pair] = [diff_kernels(a, b) for a, b in pair_kernels(gk, tk)]
+                diffs[pair] = [diff_kernels(a, b, labels) for a, b in pair_kernels(gk, tk)]
             ce.diffs = diffs[pair]
         out.append(ce)
     return out
@@ -557,36 +583,37 @@ def _md_table(head: list[str], rows: list[tuple], right: int = 1) -> str:
 
 def case_markdown(ce: CaseExplain, max_diff_lines: int = 300) -> str:
     r = ce.row
+    g, t = ce.labels
     parts = [
         f"## {ce.kernel} / {ce.case_id}\n\n",
-        f"golden {r.get('golden_us', float('nan')):.2f} µs → TOT {r.get('tot_us', float('nan')):.2f} µs "
+        f"{g} {r.get('golden_us', float('nan')):.2f} µs → {t} {r.get('tot_us', float('nan')):.2f} µs "
         f"({r.get('delta_pct', float('nan')):+.1f} %), verdict **{r.get('verdict', '')}**\n\n",
     ]
     if ce.problem:
         return "".join(parts) + ce.problem + "\n"
     for kd in ce.diffs:
-        parts.append(f"### kernel `{kd.name}`: {headline(kd)}\n\n")
+        parts.append(f"### kernel `{kd.name}`: {headline(kd, ce.labels)}\n\n")
         if kd.golden is None or kd.tot is None:
             continue
         parts.append(
-            f"golden `{kd.golden.id}` ({kd.golden.meta.get('triton', '')}) · TOT `{kd.tot.id}` "
+            f"{g} `{kd.golden.id}` ({kd.golden.meta.get('triton', '')}) · {t} `{kd.tot.id}` "
             f"({kd.tot.meta.get('triton', '')})\n\n"
         )
-        parts.append("**Resources**\n\n" + _md_table(["", "golden", "TOT", "Δ"], kd.resources) + "\n")
+        parts.append("**Resources**\n\n" + _md_table(["", g, t, "Δ"], kd.resources) + "\n")
         changed = [m for m in kd.mix if m[3] or m[0] == "instructions"]
         if changed:
             parts.append("**Instruction mix** (static counts in the assembly; only what changed)\n\n")
-            parts.append(_md_table(["", "golden", "TOT", "Δ"], [(k, a, b, f"{d:+d}") for k, a, b, d in changed]) + "\n")
+            parts.append(_md_table(["", g, t, "Δ"], [(k, a, b, f"{d:+d}") for k, a, b, d in changed]) + "\n")
         tg = kd.ttgir
         if tg.get("attrs") or tg.get("ops") or tg.get("layouts_only_golden") or tg.get("layouts_only_tot"):
             parts.append("**TTGIR**\n\n")
             if tg["attrs"]:
-                parts.append(_md_table(["module attribute", "golden", "TOT"], tg["attrs"]) + "\n")
+                parts.append(_md_table(["module attribute", g, t], tg["attrs"]) + "\n")
             if tg["ops"]:
-                parts.append(_md_table(["op", "golden", "TOT"], tg["ops"]) + "\n")
-            for side in ("golden", "tot"):
+                parts.append(_md_table(["op", g, t], tg["ops"]) + "\n")
+            for side, name in zip(("golden", "tot"), folder_labels(ce.labels)):
                 for lay in tg[f"layouts_only_{side}"]:
-                    parts.append(f"- layout only in {side}: `{lay}`\n")
+                    parts.append(f"- layout only in {name}: `{lay}`\n")
             parts.append("\n")
         if kd.diff:
             shown = kd.structural[:max_diff_lines]
@@ -668,8 +695,18 @@ def _inline(text: str) -> str:
     return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', s)
 
 
-def write_explain(cases: list[CaseExplain], out: Path, title: str = "Why TOT is slower") -> Path:
-    """``out/index.{md,html}``, one ``.md`` and ``.html`` per case, one exact ``.diff`` per kernel pair."""
+def slower_title(labels: tuple[str, str]) -> str:
+    """``Why TOT is slower``, or ``Why pr is slower than main`` where the stacks have names of their own."""
+    return f"Why {labels[1]} is slower" + ("" if labels == STACKS else f" than {labels[0]}")
+
+
+def write_explain(
+    cases: list[CaseExplain], out: Path, title: str | None = None, labels: tuple[str, str] | None = None
+) -> Path:
+    """``out/index.{md,html}``, one ``.md`` and ``.html`` per case, one exact ``.diff`` per kernel pair. The
+    title names the stacks as ``labels`` do (default: as the cases do; golden and TOT when there are none)."""
+    labels = labels or (cases[0].labels if cases else STACKS)
+    title = title or slower_title(labels)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for ce in cases:
@@ -680,7 +717,7 @@ def write_explain(cases: list[CaseExplain], out: Path, title: str = "Why TOT is 
         for kd in ce.diffs:
             if kd.diff and not (out / kd.diff_name).exists():  # one file per kernel pair, shared by its cases
                 (out / kd.diff_name).write_text("\n".join(kd.diff) + "\n", encoding="utf-8")
-        what = ce.problem or " · ".join(f"{kd.name}: {headline(kd)}" for kd in ce.diffs)
+        what = ce.problem or " · ".join(f"{kd.name}: {headline(kd, ce.labels)}" for kd in ce.diffs)
         r = ce.row
         rows.append(
             (

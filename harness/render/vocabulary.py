@@ -60,7 +60,9 @@ def stack_labels(golden_env: Mapping[str, Any] | None, tot_env: Mapping[str, Any
     """What to call the two sides of a comparison: the env names its results recorded (``env_name`` of each
     side's environment, e.g. ``main`` and ``pr`` for two checkouts of a kernel library under one Triton), or
     ``golden`` / ``TOT`` where those are the names, where a name is missing, or where both are the same."""
-    names = [str((env or {}).get("env_name") or "").strip() for env in (golden_env, tot_env)]
+    names = [
+        str(env.get("env_name") or "").strip() if isinstance(env, Mapping) else "" for env in (golden_env, tot_env)
+    ]
     if not all(names) or names[0].lower() == names[1].lower():
         return STACKS
     usual = {"golden": STACKS[0], "tot": STACKS[1]}
