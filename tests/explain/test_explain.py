@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -261,3 +262,31 @@ def test_cli_writes_a_marked_folder_and_writes_it_again(explained, capsys):
             main(["explain", str(explained), "--out", str(explained.parent / "e")])
         assert ex.value.code == 0
     assert written_by(explained.parent / "e") == "harness explain"
+
+
+def test_pages_name_the_stacks_as_the_comparison_does(tmp_path, capsys):
+    """Two checkouts of a kernel library under one Triton, run with env specs named main and pr: the pages say
+    main and pr (title, case line, table heads, diff headers, 'no artifacts in'), never golden or TOT."""
+    runs = {}
+    for name, art, kid, us in (("main", "golden", GID, 69.83), ("pr", "tot", TID, 85.53)):
+        shutil.copytree(ART / art, tmp_path / f"{name}.artifacts")
+        runs[name] = _results_with_artifacts(tmp_path / f"{name}.csv", kid, us)
+        runs[name].with_name(f"{name}.csv.env.json").write_text(json.dumps({"env_name": name}))
+    cmp_csv = write_compare(compare_files(runs["main"], runs["pr"]), tmp_path / "compare.csv")
+    code, out, _ = cli(capsys, "explain", cmp_csv, "--out", tmp_path / "e", "--case", "batched_gemm_a8w8/")
+    assert code == 0 and "explained 2 cases" in out
+    index = (tmp_path / "e" / "index.md").read_text()
+    assert index.startswith("# Why pr is slower than main\n") and "no artifacts for this case in main" in index
+    page = (tmp_path / "e" / "batched_gemm_a8w8__B128_M1024_N512_K128.md").read_text()
+    assert "main 69.83 µs → pr 85.53 µs" in page and "| registers | 168 | 200 | +32 |" in page
+    assert "|  | main | pr | Δ |" in page and "| op | main | pr |" in page
+    diff = (tmp_path / "e" / f"diff-{GID[:16]}-{TID[:16]}.diff").read_text()
+    assert diff.startswith(f"--- main/{GID}/sass\n+++ pr/{TID}/sass\n")
+    for f in (tmp_path / "e").iterdir():
+        if f.suffix in (".md", ".html", ".diff"):
+            assert not re.search(r"\b(TOT|golden|tot)\b", f.read_text()), f.name
+    assert write_explain([], tmp_path / "none", labels=("main", "pr")).read_text().startswith("# Why pr is slower than")
+
+    shutil.rmtree(tmp_path / "pr.artifacts")  # the options keep their names
+    with pytest.raises(HarnessError, match=r"pr artifacts folder not found \(pass --tot-artifacts DIR\)"):
+        explain_cases(cmp_csv)
