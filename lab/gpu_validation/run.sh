@@ -322,9 +322,12 @@ PY
       done
       kernels=()
       for k in ${AITER_PR_KERNELS:-bf16}; do kernels+=(--kernel "aiter_batched_gemm_${k#aiter_batched_gemm_}"); done
+      for v in main pr; do  # golden's stack under the checkout's name: compare and explain say main and pr
+        sed "s/^name: golden\$/name: $v/" envs/golden.yaml > "$P/$v.env.yaml"
+      done
       for run in main pr main-again; do
         stamp "aiter-pr $run start: $(head -1 "$S/${run%-again}/.git_archival.txt" 2>/dev/null)"
-        AITER_CHECKOUT=$S/${run%-again} hrun --env envs/golden.yaml --out "$P/$run.csv" \
+        AITER_CHECKOUT=$S/${run%-again} hrun --env "$P/${run%-again}.env.yaml" --out "$P/$run.csv" \
           --suite "${AITER_SUITE:-examples/aiter/batched_gemm.yaml}" "${kernels[@]}" \
           --filter "${AITER_FILTER:-_M(16|64|128|256|1024|2048)_}" --compile-jobs 8 --resume --artifacts 2>&1 | tail -3
       done
