@@ -147,6 +147,11 @@ def run(
     else:
         all_counts = driver.measure(runs, cases, opts, str(suite))
     _print_counts(con, runs, all_counts)
+    if len(runs) > 1:
+        from harness.run.interleave import compare_command
+
+        if cmd := compare_command(runs):
+            con.print(f"next: {cmd}", markup=False, soft_wrap=True, highlight=False)
     if artifacts:
         _say_no_artifacts(con, [o for _, o in runs])
     if record:

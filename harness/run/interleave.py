@@ -162,3 +162,18 @@ def same_triton(runs: list[tuple[EnvSpec, dict[str, Any]]]) -> str | None:
                     "falls back to the base Triton?)"
                 )
     return None
+
+
+def compare_command(runs: list[tuple[EnvSpec, Path]]) -> str:
+    """The ``harness compare`` an interleaved run was made for: its first env against the first env of another
+    stack, with the first env measured again (the same spec) as the A/A of ``--aa``; golden twice alone is an A/A.
+    '' for a single env, or several stacks without a repeat of the first when nothing pairs."""
+    import shlex
+
+    (base_spec, base), *rest = runs
+    again = [out for spec, out in rest if spec == base_spec]
+    other = [out for spec, out in rest if spec != base_spec]
+    if not other:
+        return f"harness compare {shlex.quote(str(base))} {shlex.quote(str(again[0]))}" if again else ""
+    cmd = f"harness compare {shlex.quote(str(base))} {shlex.quote(str(other[0]))}"
+    return cmd + (f" --aa {shlex.quote(str(again[0]))}" if again else "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +114,21 @@ def test_interleaved_envs_start_together_and_the_last_one_heats(tmp_path, monkey
     assert heats == [("a.csv", False), ("b.csv", False), ("c.csv", True)]
     for o in outs:
         assert len(load_results(o)) == 1
+
+
+def test_the_compare_an_interleaved_run_was_made_for(monkeypatch):
+    """golden, TOT, golden again: compare golden with TOT, judged with the repeat as its A/A (--aa); golden twice
+    alone is the A/A itself; one env, nothing."""
+    from dataclasses import replace
+
+    from harness.envs.spec import load_env_spec
+    from harness.run.interleave import compare_command
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    g = load_env_spec(str(DATA / "cpu-env.yaml"))
+    t = replace(g, name="tot")
+    p = [Path(f"{n}.csv") for n in ("g", "t", "g 2")]
+    assert compare_command([(g, p[0]), (t, p[1]), (g, p[2])]) == "harness compare g.csv t.csv --aa 'g 2.csv'"
+    assert compare_command([(g, p[0]), (t, p[1])]) == "harness compare g.csv t.csv"
+    assert compare_command([(g, p[0]), (g, p[2])]) == "harness compare g.csv 'g 2.csv'"
+    assert compare_command([(g, p[0])]) == ""
