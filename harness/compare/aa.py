@@ -107,8 +107,8 @@ def aa_record(
 
 def process_lines(record: dict[str, Any]) -> list[str]:
     """The lines compare shows for the A/A it used (terminal, markdown), each under 80 columns for the usual
-    kernel names: a heading naming the file, then one line per kernel whose σ_p made a verdict ambiguous (or
-    the largest σ_p when none did)."""
+    kernel names: a heading naming the file, then one line per kernel whose σ_p made a verdict ambiguous and
+    how to decide them (or the largest σ_p when none did)."""
     if not record:
         return []
     kernels = record.get("kernels") or {}
@@ -124,6 +124,8 @@ def process_lines(record: dict[str, Any]) -> list[str]:
     if not lines and kernels:
         k, v = max(kernels.items(), key=lambda kv: kv[1].get("sigma_pct", 0))
         lines = [f"  no verdict changed (largest: {k} {v.get('sigma_pct', 0):.2g} %)"]
+    elif lines:  # more reps in the same process cannot shrink it; reps from new processes sample it
+        lines.append("  to decide them: run again with --fresh-process-rounds")
     return [head, *lines]
 
 
