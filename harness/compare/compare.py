@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, assess, may_regress
+from harness.compare.confidence import CONFIDENCE, assess, may_regress, unbounded
 from harness.compare.notes import (
     SAME_GPU_WHY,
     clock_note,
@@ -296,7 +296,9 @@ def _evidence(
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
         clocks = (_col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan))
-    ev = assess(gu, tu, vcode, rule, (j.gsc == u) | (j.tsc == u), rep_texts, counted, clocks, process_pct)
+    spreads = [_col(df, "spread_pct", rows, np.nan) for df, rows in sides]
+    looked = unbounded((j.gsc == u) | (j.tsc == u), *spreads)
+    ev = assess(gu, tu, vcode, rule, looked, rep_texts, counted, clocks, process_pct)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 

@@ -33,6 +33,9 @@ from harness.compare.rule import VERDICTS, Rule
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
 #: a rep's relative noise is taken as at least this (%): timers and clocks are never exact
 NOISE_FLOOR_PCT = 0.05
+#: the stability rule's tolerance (harness/run/stability.py TOL), in %: reps that spread more were not bounded by
+#: it (a re-measured row pools every rep it got), so such a row's reps are always read, however far its limit
+SPREAD_BOUND_PCT = 5.0
 #: how far (points of Δ%) from a limit a case can be and still be ambiguous: reps within the stability rule's 5 %
 #: give a 95 % half-width of at most ~7 points at 3 + 3 reps
 NEAR_PCT = 10.0
@@ -189,6 +192,16 @@ def widened(half: np.ndarray, process_pct: np.ndarray) -> np.ndarray:
     spread of an A/A's Δ%) is the spread this adds to Δ% directly."""
     extra = np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
     return np.sqrt(np.asarray(half, dtype=np.float64) ** 2 + extra**2)
+
+
+def unbounded(unstable: np.ndarray, *spreads: np.ndarray) -> np.ndarray:
+    """Rows whose rep noise the stability rule does not bound: ``unstable`` ones, and those whose reps spread more
+    than SPREAD_BOUND_PCT under either stack (``spreads``: each stack's ``spread_pct``, NaN where unknown)."""
+    out = np.asarray(unstable, dtype=bool).copy()
+    for spread in spreads:
+        with np.errstate(invalid="ignore"):
+            out |= np.asarray(spread, dtype=np.float64) > SPREAD_BOUND_PCT
+    return out
 
 
 def near_limit(

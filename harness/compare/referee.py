@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, assess
+from harness.compare.confidence import CONFIDENCE, assess, unbounded
 from harness.compare.rule import Rule, timed_codes
 from harness.results.schema import TIMED_STATUSES
 
@@ -32,7 +32,11 @@ def pair_decided(golden: dict[str, Any], tot: dict[str, Any], rule: Rule) -> boo
         return True  # a failure or a skip: nothing that more reps could decide
     g, t = _one(golden.get("time_us")), _one(tot.get("time_us"))
     code = timed_codes(g, t, rule)
-    unstable = np.array(["unstable" in (golden.get("status"), tot.get("status"))])
+    unstable = unbounded(
+        np.array(["unstable" in (golden.get("status"), tot.get("status"))]),
+        _one(golden.get("spread_pct")),
+        _one(tot.get("spread_pct")),
+    )
     texts = tuple(_texts(row) for row in (golden, tot))
     counted = (_one(golden.get("reps")), _one(tot.get("reps")))
     clocks = (_one(golden.get("sm_clock_mhz")), _one(tot.get("sm_clock_mhz")))

@@ -101,6 +101,24 @@ def test_a_case_far_from_every_limit_is_confident_without_its_reps_parsed(tmp_pa
     assert table.loc["alone", "confidence"] == "unknown"
 
 
+def test_reps_the_stability_rule_did_not_bound_are_read_however_far_the_limit(tmp_path):
+    """A row whose reps spread past the stability rule's 5 % (a re-measured case pools all its reps and stays
+    `ok`: 7 reps spread 90 % in a stranger's run) is judged by its reps, not waved through as far from the limit;
+    the referee of a re-measuring run judges it the same way."""
+    from harness.compare.referee import pair_decided
+
+    g, t = _files(tmp_path, {"far": [100.0, 100.1, 99.9]}, {"far": [150.0, 80.0, 115.0, 145.0, 85.0]})
+    spread = 100 * (150 / 80 - 1)
+    t.write_text(t.read_text().replace('85.0]",,,', f'85.0]",{spread},,'))
+    row = compare_files(g, t).table.set_index("case_id").loc["far"]
+    assert row["verdict"] == "regression" and row["confidence"] == "ambiguous"
+    assert row["delta_lo_pct"] < 0.6 < row["delta_hi_pct"]  # its interval straddles the limit (~0.6 %)
+    golden = {"status": "ok", "time_us": 100.0, "reps": 3, "rep_times_us": "[100.0, 100.1, 99.9]", "spread_pct": 0.2}
+    tot = {"status": "ok", "time_us": 115.0, "reps": 5, "rep_times_us": "[150.0, 80.0, 115.0, 145.0, 85.0]"}
+    assert pair_decided(golden, tot, Rule())  # no spread recorded: the stability rule's bound is assumed
+    assert not pair_decided(golden, {**tot, "spread_pct": spread}, Rule())
+
+
 def test_a_difference_that_does_not_hold_in_sm_cycles_is_not_confident():
     """nvbench's robust compare confirms a difference in cycles: TOT 3 % slower at a 3 % lower SM clock did the
     same work in the same cycles."""
