@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -99,3 +99,21 @@ def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None], inputs: 
         for src in inputs:
             if same_file(out, src):
                 raise HarnessError(f"{option} {out} is the input {src}: refusing to overwrite it")
+
+
+def refuse_foreign(option: str, path: str | os.PathLike[str] | None, ours: Callable[[bytes], bool], what: str) -> None:
+    """One line and exit 2 when ``path`` holds a file this option did not write: ``ours`` is given its first
+    4 KiB (an empty file has nothing to lose). Harness replaces its own outputs, never a user's file."""
+    if path is None:
+        return
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size == 0:
+        return
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return  # unreadable: check_writable says what is wrong with it
+    if not ours(head):
+        raise HarnessError(f"{option} {path}: exists and is not {what}: refusing to overwrite it (move it, or "
+                           "choose another path)")  # fmt: skip

@@ -88,7 +88,7 @@ def compare(
 
     from harness.compare.compare import compare_files
     from harness.compare.store import meta_path, write_compare
-    from harness.fsutil import check_writable, refuse_overwrite, write_text
+    from harness.fsutil import check_writable, refuse_foreign, refuse_overwrite, same_file, write_text
     from harness.render.terminal import print_comparison, stderr
     from harness.results.schema import sidecar_path
 
@@ -98,8 +98,16 @@ def compare(
     outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
     inputs = [golden, tot, *([aa] if aa else [])]
     refuse_overwrite(outputs, [*inputs, *map(sidecar_path, inputs)])
-    if out and markdown:
-        refuse_overwrite({"--markdown": markdown}, [out, meta_path(out)])
+    if out and markdown and (same_file(out, markdown) or same_file(meta_path(out), markdown)):
+        raise HarnessError(f"--markdown {markdown} is where --out writes: give each its own file")
+    refuse_foreign("--out", out, lambda head: head.lstrip(b'"').startswith(b"kernel") and b"golden_us" in head,
+                   "a comparison (harness compare's CSV)")  # fmt: skip
+    if markdown:
+        from harness.render.markdown import MARKER
+
+        refuse_foreign(
+            "--markdown", markdown, lambda head: head.startswith(MARKER.encode()), "harness compare's markdown"
+        )
     for option, path in outputs.items():
         if path is not None:
             check_writable(option, path)

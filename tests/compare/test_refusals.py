@@ -42,3 +42,24 @@ def test_other_suites_or_shards_are_named():
     assert w.startswith("golden is shard 1/4 but TOT is shard 2/4: compare the merged files")
     assert part_differences({"shard": "2/4"}, {"shard": "2/4"}) == []
     assert "TOT is shard (none)" in part_differences({"shard": "2/4"}, {})[0]
+
+
+def test_outputs_replace_only_what_compare_wrote(tmp_path, capsys):
+    """--out and --markdown overwrite an earlier comparison (the usual rerun), never another file: a results file,
+    the user's notes, a suite; --out and --markdown naming one file is refused too. Nothing is written."""
+    results = tmp_path / "sm.csv"
+    results.write_text((DATA / "golden.csv").read_text())
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    err = refused(capsys, "--out", results)
+    assert err.strip() == f"harness: error: --out {results}: exists and is not a comparison (harness compare's CSV): " \
+        "refusing to overwrite it (move it, or choose another path)"  # fmt: skip
+    assert "exists and is not harness compare's markdown" in refused(capsys, "--markdown", notes)
+    assert "is where --out writes" in refused(capsys, "--out", tmp_path / "z.csv", "--markdown", tmp_path / "z.csv")
+    assert results.read_text() == (DATA / "golden.csv").read_text() and notes.read_text() == "# my notes\n"
+    out, md = tmp_path / "c.csv", tmp_path / "c.md"
+    for _ in range(2):  # a comparison, then the same comparison again over it
+        with pytest.raises(SystemExit) as ex:
+            main(["compare", str(DATA / "golden.csv"), str(DATA / "tot.csv"), "--out", str(out), "--markdown", str(md)])
+        assert ex.value.code == 0
+    assert out.read_text().lstrip('"').startswith("kernel") and md.read_text().startswith("<!-- harness:perf-compare")
