@@ -22,7 +22,31 @@ SAME_AS_GOLDEN = (
     ("GPU", lambda e: _gpu_field(e, "name")),
     ("GPU", lambda e: "GPU-" + _uuid(e) if _uuid(e) else ""),
     ("Triton", lambda e: _triton(e)),
+    ("library checkout", lambda e: _libraries(e)),
 )
+#: an A/A captured this long before or after golden was not measured in the same run
+APART_S = 1800
+
+
+def _libraries(env: dict[str, Any]) -> str:
+    libs = env.get("libraries") if isinstance(env.get("libraries"), dict) else {}
+    return ", ".join(f"{k} {str(v.get('commit') or '')[:10]}" for k, v in sorted(libs.items()) if isinstance(v, dict))
+
+
+def apart(golden_env: dict[str, Any], aa_env: dict[str, Any], aa: str | os.PathLike[str]) -> str:
+    """A warning when the A/A's sidecar was captured far from golden's (another run: its process noise is that
+    run's, not this one's); '' when close or either does not say."""
+    from datetime import datetime
+
+    try:
+        g, a = (datetime.fromisoformat(str(e["captured_at"]).replace("Z", "+00:00")) for e in (golden_env, aa_env))
+        minutes = abs((a - g).total_seconds()) / 60
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if minutes * 60 <= APART_S:
+        return ""
+    return (f"--aa {aa}: captured {minutes:.0f} min from golden, not in the same run: the process noise it gives "
+            "is that run's")  # fmt: skip
 
 
 def _triton(env: dict[str, Any]) -> str:

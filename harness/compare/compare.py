@@ -469,14 +469,17 @@ def compare_files(
     from concurrent.futures import ThreadPoolExecutor
 
     if aa is not None:
-        from harness.compare.aa import aa_record, aa_sigma, check_aa_env, check_aa_path, noted
+        from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_path, noted
 
         check_aa_path(aa, golden, tot)
     with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
         gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
         af = pool.submit(load_results, aa) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
-        adf = af.result() if af is not None else None
+        try:
+            adf = af.result() if af is not None else None
+        except HarnessError as err:  # which option named the file: it may be anything
+            raise HarnessError(f"--aa: {err}") from None
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
     sigma_rows = None
     if adf is not None:
@@ -490,6 +493,8 @@ def compare_files(
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
     warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w]
+    if adf is not None:
+        warnings += [w for w in (apart(genv, adf.attrs.get("env", {}), aa),) if w]
     return Comparison(
         table=table,
         rule=rule,

@@ -130,3 +130,20 @@ def test_an_aa_of_other_cases_is_refused(capsys, tmp_path):
     rows.assign(case_id=rows["case_id"] + "_x").to_csv(aa, index=False)
     err = _refused(capsys, H200 / "golden.csv", H200 / "tot.csv", aa)
     assert "none of golden's 36 cases was timed ok" in err
+
+
+def test_an_aa_of_another_checkout_or_run_or_not_results(capsys, tmp_path):
+    """Another commit of the library (its sidecar's `libraries`) is another stack: refused. An A/A captured hours
+    from golden is another run: compared, with a warning that its noise is that run's. A file that is not results
+    is refused naming --aa."""
+    g, t = H200 / "golden.csv", H200 / "tot.csv"
+    libs = json.loads((H200 / "golden-aa.csv.env.json").read_text())["libraries"]
+    moved = {k: {**v, "commit": "fc01c4f00f" + "0" * 30} for k, v in libs.items()}
+    err = _refused(capsys, g, t, _copy(tmp_path, "pr.csv", libraries=moved))
+    assert "another library checkout than golden's (aiter fc01c4f00f vs aiter e4048607a5)" in err
+    later = _copy(tmp_path, "later.csv", captured_at="2026-11-26T09:50:52Z")
+    code, _, err = cli(capsys, "compare", g, t, "--aa", later)
+    assert code == 0 and f"--aa {later}: captured 240 min from golden, not in the same run" in " ".join(err.split())
+    sidecar = tmp_path / "side.csv"
+    shutil.copy(H200 / "golden.csv.env.json", sidecar)
+    assert _refused(capsys, g, t, sidecar).startswith(f"harness: error: --aa: {sidecar}")
