@@ -122,10 +122,11 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
     amb = cmp.ambiguous_counts()
+    mark = "❌" if cmp.blocking else "⚠️"  # every regression ambiguous: --fail-on-regression passes
     status = (
         "✅ no regressions"
         if reg + fail == 0
-        else f"❌ {regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
+        else f"{mark} {regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
     )
     headline = f"**{status}** across {len(cmp.table)} cases.  \n"
     if amb:

@@ -141,13 +141,15 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
     summary.add_column("verdict", no_wrap=True)
     summary.add_column("cases", justify="right", no_wrap=True)
     summary.add_column("", no_wrap=True)
+    amb = cmp.ambiguous_counts()
     for v, n in counts.items():
         if n:
-            summary.add_row(_styled(v), str(n), "blocks" if v in BLOCKING else "")
+            summary.add_row(_styled(v), str(n), _blocks(v, n, amb.get(v, 0)))
     con.print(summary)
     bad = sum(counts[v] for v in BLOCKING)
     if not cmp.nothing_compared:
-        con.print(f"[{'bold red' if bad else 'green'}]{escape(headline(counts, cmp.ambiguous_counts()))}[/]")
+        color = "bold red" if cmp.blocking else "yellow" if bad else "green"
+        con.print(f"[{color}]{escape(headline(counts, amb))}[/]")
 
     _print_per_kernel(con, cmp, keys)
     _print_regressions(con, t, keys, worst, quiet=bool(cmp.nothing_compared))
@@ -155,6 +157,15 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
         _print_list(con, t, keys, verdicts, heading)
     if cmp.nothing_compared:  # the last line: a list of failures is not "no regressions"
         con.print(f"[bold red]{escape(cmp.nothing_compared)}[/]")
+
+
+def _blocks(verdict: str, n: int, ambiguous: int) -> str:
+    """What a verdict's cases do to ``--fail-on-regression``: block, unless ambiguous (``--fail-on-ambiguous``)."""
+    if verdict not in BLOCKING:
+        return ""
+    if ambiguous >= n:
+        return "ambiguous"
+    return "blocks" if not ambiguous else f"{n - ambiguous} block"
 
 
 def _print_per_kernel(con: Console, cmp: Comparison, keys: dict[str, str]) -> None:

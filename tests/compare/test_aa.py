@@ -147,3 +147,22 @@ def test_an_aa_of_another_checkout_or_run_or_not_results(capsys, tmp_path):
     sidecar = tmp_path / "side.csv"
     shutil.copy(H200 / "golden.csv.env.json", sidecar)
     assert _refused(capsys, g, t, sidecar).startswith(f"harness: error: --aa: {sidecar}")
+
+
+def test_ambiguous_regressions_are_not_shown_as_blocking(capsys, tmp_path):
+    """With the A/A every regression is ambiguous: --fail-on-regression passes, so the summary must not say they
+    block (terminal: 'ambiguous' beside the count; markdown: ⚠️, not ❌); --fail-on-ambiguous still fails."""
+    md = tmp_path / "c.md"
+    _, stdout, _ = _compare(capsys, tmp_path, "--aa", H200 / "golden-aa.csv", "--markdown", md)
+    row = next(line for line in stdout.splitlines() if line.startswith("regression"))
+    assert row.split()[1:] == ["14", "ambiguous"]
+    assert "**⚠️ 14 regressions (14 ambiguous)" in md.read_text() and "❌" not in md.read_text()
+    code, stdout, _ = cli(capsys, "compare", H200 / "golden.csv", H200 / "tot.csv", "--aa", H200 / "golden-aa.csv",
+                          "--fail-on-regression")  # fmt: skip
+    assert code == 0
+    code, _, _ = cli(capsys, "compare", H200 / "golden.csv", H200 / "tot.csv", "--aa", H200 / "golden-aa.csv",
+                     "--fail-on-ambiguous")  # fmt: skip
+    assert code == 1
+    _, stdout, _ = _compare(capsys, tmp_path)  # without the A/A: 13 of them confident
+    row = next(line for line in stdout.splitlines() if line.startswith("regression"))
+    assert row.split()[1:] == ["14", "13", "block"]
