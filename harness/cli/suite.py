@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from harness.cli.options import ConfigArch, ExistingFile, Filter, Kernel
+from harness.cli.options import ConfigArch, Filter, Kernel
 
 app = typer.Typer(help="Suites: what a suite expands to, without running it.", no_args_is_help=True)
 
 
 @app.command("show")
 def suite_show(
-    suite: ExistingFile,
+    suite: Annotated[Path, typer.Argument(help="a suite YAML (docs/suites-and-kernels.md)")],
     arch: Annotated[str, typer.Option(help="resolve configs as on this arch (sm90, gfx950, ...)")] = "sm90",
     kernel: Kernel = None,
     filter: Filter = None,
