@@ -138,3 +138,18 @@ def test_a_bug_in_harness_exits_3_with_its_traceback_never_1(monkeypatch, capsys
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: boom" in err
     assert err.strip().splitlines()[-1].startswith("harness: internal error")
+
+
+def test_a_reader_that_closes_the_pipe_does_not_change_the_exit_code_or_the_files(tmp_path):
+    """`harness compare … | head -1`: the command still writes every file and exits with what it decided (0, or
+    1 for a gated finding), not 1 for a broken pipe, and says nothing about it."""
+    md = tmp_path / "c.md"
+    for gate, want in (([], 0), (["--fail-on-regression"], 1)):
+        md.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "harness", "compare", str(DATA / "golden.csv"), str(DATA / "tot.csv"),
+               "--markdown", str(md), *gate]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        proc.stdout.readline()
+        proc.stdout.close()  # what `head -1` does after its line
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == want and err == "" and md.read_text().startswith("<!-- harness")

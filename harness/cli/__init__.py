@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     command = args[0] if args else ""
+    if argv is None and not isinstance(sys.stdout, _PipeSafe):
+        sys.stdout = _PipeSafe(sys.stdout)
     _SIGNALS.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -149,6 +151,40 @@ def main(argv: list[str] | None = None) -> None:
     if _SIGNALS:
         _exit_signalled(command)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+class _PipeSafe:
+    """stdout that a reader closing the pipe (`harness compare … | head -1`) silences instead of failing the
+    command: the files it writes and its exit code (1 only for a gated finding) stay what the command decided."""
+
+    def __init__(self, stream) -> None:  # noqa: ANN001 - a text stream
+        self._stream, self._gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._silence()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    def _silence(self) -> None:
+        import contextlib
+        import os
+
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):  # the interpreter flushes stdout at exit: /dev/null then
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - fileno, isatty, encoding, ...: the stream's own
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":
