@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.results.schema import NUMBER_COLUMNS, REQUIRED, STATUSES, TEXT_COLUMNS, TIMED_STATUSES
+from harness.results.schema import MAX_WORLD_SIZE, NUMBER_COLUMNS, REQUIRED, STATUSES, TEXT_COLUMNS, TIMED_STATUSES
 from harness.results.v1 import SHAPE
 
 NA_VALUES = ["", "nan", "NaN", "NAN", "-nan"]
@@ -193,7 +193,7 @@ def _column(name: str, col: Any, v1: bool, shared: dict[str, pd.Series]) -> Any:
         ws = _floats(col)
         known = ~np.isnan(ws)
         with np.errstate(invalid="ignore"):
-            if (known & ((ws % 1 != 0) | (ws < 1))).any():
+            if (known & ((ws % 1 != 0) | (ws < 1) | (ws > MAX_WORLD_SIZE))).any():
                 return None
         return pd.array(np.where(known, ws, 1).astype(np.int64), dtype="Int64")
     if v1 and name in SHAPE:  # v1.check_shapes: non-negative integers, typed as nullable ints

@@ -18,6 +18,7 @@ from harness.errors import HarnessError
 from harness.results import fastread, v1
 from harness.results.cells import text
 from harness.results.schema import (
+    MAX_WORLD_SIZE,
     NUMBER_COLUMNS,
     REQUIRED,
     SCHEMA_VERSION,
@@ -242,7 +243,7 @@ def _check_time(df: pd.DataFrame, path: Path, lines: Any) -> None:
 
 def _check_v2(df: pd.DataFrame, path: Path, lines: Any) -> None:
     """``params`` holds a JSON object (checked by its braces: parsing a million cells is left to whoever needs
-    them), ``world_size`` a positive integer."""
+    them), ``world_size`` a positive integer, at most MAX_WORLD_SIZE."""
     if "params" in df.columns:
         p = df["params"].astype(str).str.strip()
         bad = ~((p == "") | (p.str.startswith("{") & p.str.endswith("}"))).to_numpy()
@@ -250,8 +251,12 @@ def _check_v2(df: pd.DataFrame, path: Path, lines: Any) -> None:
     if "world_size" in df.columns:
         ws = _numeric(path, lines, df["world_size"], "world_size", what="is not a positive integer:")
         known = ~np.isnan(ws)
-        bad = known & ((ws % 1 != 0) | (ws < 1))
+        with np.errstate(invalid="ignore"):  # inf % 1 is NaN: refused as not an integer
+            bad = known & ((ws % 1 != 0) | (ws < 1))
         _first_bad(path, lines, bad, "is not a positive integer:", df["world_size"], "world_size")
+        huge = known & (ws > MAX_WORLD_SIZE)
+        what = f"is more GPUs than any world size (at most {MAX_WORLD_SIZE:,}):"
+        _first_bad(path, lines, huge, what, df["world_size"], "world_size")
         df["world_size"] = pd.array(np.where(known, ws, 1).astype(np.int64), dtype="Int64")
 
 

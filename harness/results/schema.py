@@ -16,6 +16,9 @@ STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "incorrect", "uns
 #: statuses whose row carries a usable time (``unstable``: the median of 5 disagreeing reps)
 TIMED_STATUSES = ("ok", "unstable")
 REQUIRED = ("kernel", "case_id", "time_us", "status")
+#: the largest ``world_size`` a row may give: GPUs in one case, far beyond any machine's; a larger number is a typo
+#: or an overflow (1e300 would wrap round as an int64)
+MAX_WORLD_SIZE = 1_048_576
 #: the column order the runner writes
 COLUMNS = (
     "kernel",

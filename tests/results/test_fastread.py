@@ -100,6 +100,8 @@ BAD = {
     "world_zero": V2 + v2_row(world="0"),
     "world_fraction": V2 + v2_row(world="1.5"),
     "world_text": V2 + v2_row(world="two"),
+    "world_huge": V2 + v2_row(world="1e300"),
+    "world_over_max": V2 + v2_row(world="1048577"),
     "number_text": V2 + v2_row(rest=",,,x" + "," * (len(COLUMNS) - 10)),
     "bad_shape": HEADER + "k,a,1,sixteen,1,1,bf16,5,ok,,\n",
     "fractional_shape": HEADER + "k,a,1,16.5,1,1,bf16,5,ok,,\n",

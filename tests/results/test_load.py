@@ -75,6 +75,33 @@ def test_bad_input_one_line(write, name, content, expect):
     assert expect in msg
 
 
+def v2_file(*worlds: str) -> str:
+    """A version 2 file, one ok row per world size given."""
+    rest = "," * (len(COLUMNS) - 7)
+    return ",".join(COLUMNS) + "\n" + "".join(f"k,c{i},,bf16,{w},ok,5{rest}\n" for i, w in enumerate(worlds))
+
+
+@pytest.mark.parametrize(
+    "world, expect",
+    [
+        ("1e300", "is more GPUs than any world size (at most 1,048,576): 1e+300"),
+        ("1048577", "is more GPUs than any world size (at most 1,048,576): 1048577"),
+        ("9.3e18", "is more GPUs than any world size"),  # past int64: it used to wrap round to a negative
+        ("inf", "is not a positive integer: inf"),
+        ("2.5", "is not a positive integer: 2.5"),
+        ("0", "is not a positive integer: 0"),
+    ],
+)
+def test_absurd_world_size_refused(write, world, expect):
+    msg = err_of(write("ws.csv", v2_file("2", world)))
+    assert f"line 3: column 'world_size' {expect}" in msg
+
+
+def test_largest_world_size_loads(write):
+    df = load_results(write("ws.csv", v2_file("1048576", "", "1.0")))
+    assert df["world_size"].tolist() == [1_048_576, 1, 1]
+
+
 def test_missing_file(tmp_path):
     assert "no such file" in err_of(tmp_path / "nope.csv")
 
