@@ -86,10 +86,9 @@ def compare(
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from harness.compare.compare import compare_files
-    from harness.compare.store import meta_path, write_compare
+    from harness.compare.paths import meta_path
     from harness.fsutil import check_writable, refuse_foreign, refuse_overwrite, same_file, write_text
-    from harness.render.terminal import print_comparison, stderr
+    from harness.results.arrowcsv import prefetch
     from harness.results.schema import sidecar_path
 
     if unstable not in ("compare", "fail"):
@@ -103,10 +102,10 @@ def compare(
     refuse_foreign("--out", out, lambda head: head.lstrip(b'"').startswith(b"kernel") and b"golden_us" in head,
                    "a comparison (harness compare's CSV)")  # fmt: skip
     if markdown:
-        from harness.render.markdown import MARKER
+        from harness.render.vocabulary import MARKDOWN_MARKER
 
         refuse_foreign(
-            "--markdown", markdown, lambda head: head.startswith(MARKER.encode()), "harness compare's markdown"
+            "--markdown", markdown, lambda h: h.startswith(MARKDOWN_MARKER.encode()), "harness compare's markdown"
         )
     for option, path in outputs.items():
         if path is not None:
@@ -122,6 +121,11 @@ def compare(
 
         load_calibration(calibration)
     _arrow_allocator()
+    prefetch(golden, tot)  # Arrow reads both files while pandas and the compare stage are imported
+    from harness.compare.compare import compare_files
+    from harness.compare.store import write_compare
+    from harness.render.terminal import print_comparison, stderr
+
     cmp = compare_files(golden, tot, rule, unstable=unstable, aa=aa)
     _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:

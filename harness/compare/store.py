@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.compare.compare import Comparison
+from harness.compare.paths import meta_path
 from harness.compare.rule import VERDICTS, Rule, verdict_codes
 from harness.errors import HarnessError
 from harness.fsutil import atomic_write, write_text
@@ -69,12 +70,6 @@ def _csv_bytes(data: Any) -> Any:
     sink = pa.BufferOutputStream()
     pacsv.write_csv(data, sink, pacsv.WriteOptions(include_header=False, batch_size=BATCH_ROWS))
     return sink.getvalue()
-
-
-def meta_path(out: str | os.PathLike[str]) -> Path:
-    """``compare.csv`` → ``compare.csv.meta.json``."""
-    p = Path(out)
-    return p.with_name(p.name + ".meta.json")
 
 
 def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:

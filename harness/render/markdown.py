@@ -17,9 +17,9 @@ from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import ATTENTION, BLOCKING
 from harness.render.envinfo import side_by_side
+from harness.render.vocabulary import MARKDOWN_MARKER as MARKER
 from harness.render.vocabulary import regressions
 
-MARKER = "<!-- harness:perf-compare -->"
 GITHUB_LIMIT = 65_536
 #: columns of the case tables besides kernel, case and the times: the case id already names the parameters
 SHAPE = ("dtype",)

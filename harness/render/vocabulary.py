@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+#: the first line of compare's markdown: how a sticky PR comment, and compare's --markdown check, know their own
+MARKDOWN_MARKER = "<!-- harness:perf-compare -->"
+
 
 @dataclass(frozen=True)
 class Look:

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.results import arrowcsv
 from harness.results.schema import MAX_WORLD_SIZE, NUMBER_COLUMNS, REQUIRED, STATUSES, TEXT_COLUMNS, TIMED_STATUSES
 from harness.results.v1 import SHAPE
 
-NA_VALUES = ["", "nan", "NaN", "NAN", "-nan"]
 #: what Python's str.strip() removes (every ``c.isspace()``; tests/results/test_fastread.py checks the list)
 WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
@@ -108,19 +108,13 @@ def read(source: bytes | Path, min_chars: int = 0) -> pd.DataFrame | None:
 
 
 def _table(source: bytes | Path) -> Any:
-    """pyarrow's CSV reader with the options pandas gives it for load.py's pyarrow engine (text columns as text,
-    the same missing-value spellings), large strings as pandas keeps them; None where it refuses the file."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    opts = pacsv.ConvertOptions(
-        column_types={c: pa.large_string() for c in TEXT_COLUMNS}, null_values=NA_VALUES, strings_can_be_null=True
-    )
-    data = str(source) if isinstance(source, Path) else pa.BufferReader(source)
-    try:
-        return pacsv.read_csv(data, convert_options=opts)
-    except (pa.ArrowException, OSError):
-        return None
+    """Arrow's table of the file (None where it refuses it): the one `harness compare` started reading early, if it
+    did (arrowcsv.prefetch), else read now."""
+    if isinstance(source, Path):
+        table = arrowcsv.take(source)
+        if table is not arrowcsv.NOT_STARTED:
+            return table
+    return arrowcsv.read_table(source)
 
 
 def _types_ok(cols: dict[str, Any]) -> bool:

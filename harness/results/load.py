@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results import fastread, v1
+from harness.results import arrowcsv, fastread, v1
 from harness.results.cells import text
 from harness.results.schema import (
     MAX_WORLD_SIZE,
@@ -82,7 +82,7 @@ def _line_numbers(text: str, nrows: int) -> np.ndarray:
     return np.arange(2, nrows + 2, dtype=np.int64)
 
 
-NA_VALUES = fastread.NA_VALUES
+NA_VALUES = arrowcsv.NA_VALUES
 #: files above this many characters are read by pandas' pyarrow engine (the C reader below it)
 ARROW_CHARS = 1_000_000
 
