@@ -153,3 +153,23 @@ def test_a_reader_that_closes_the_pipe_does_not_change_the_exit_code_or_the_file
         proc.stdout.close()  # what `head -1` does after its line
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=120) == want and err == "" and md.read_text().startswith("<!-- harness")
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [([], 0), (["--fail-on-regression"], 1), (["--unstable", "never"], 2)],
+    ids=["clean", "gated", "refused"],
+)
+def test_compare_ends_quickly_with_what_main_gives(tmp_path, capsys, args, code):
+    """`python -m harness compare` skips the interpreter's teardown (cli.QUICK_EXIT): the same exit code, output
+    and files as main() in this process."""
+    golden, tot = str(DATA / "golden.csv"), str(DATA / "tot.csv")
+    with pytest.raises(SystemExit) as ex:
+        main(["compare", golden, tot, "--out", str(tmp_path / "main.csv"), *args])
+    here = capsys.readouterr()
+    cmd = [sys.executable, "-m", "harness", "compare", golden, tot, "--out", str(tmp_path / "cli.csv"), *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (ex.value.code or 0) == r.returncode == code, r.stderr
+    assert r.stdout == here.out and r.stderr == here.err.replace("main.csv", "cli.csv")
+    if code != 2:
+        assert (tmp_path / "cli.csv").read_bytes() == (tmp_path / "main.csv").read_bytes()
