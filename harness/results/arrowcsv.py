@@ -46,17 +46,19 @@ def _identity(path: Path) -> tuple[int, ...] | None:
 
 
 def prefetch(*paths: Path) -> None:
-    """Start reading each file the loader will read by path, on a thread of its own (Arrow parses without the
-    GIL). Only a head start: whatever goes wrong is left to the loader to find and say."""
-    import pyarrow.csv  # noqa: F401 - imported here, not by two threads at once
+    """Start reading the files the loader will read by path, one after the other on a thread of their own (Arrow
+    parses without the GIL, on all cores): the loader checks the first while the second is read, and the second
+    read reuses the memory the first one's parsing freed (two at once touched ~100,000 more pages, ~0.4 s more
+    CPU on two 1M-row files). Only a head start: whatever goes wrong is left to the loader to find and say."""
+    import pyarrow.csv  # noqa: F401 - imported here, not by the thread while pandas imports it
 
+    pool = ThreadPoolExecutor(1, thread_name_prefix="arrowcsv")
     for path in paths:
         ident = _identity(path)
         if ident is None or ident[2] <= PATH_BYTES or not Path(path).is_file():
             continue
-        pool = ThreadPoolExecutor(1, thread_name_prefix="arrowcsv")
         _started[Path(path)] = (ident, pool.submit(read_table, Path(path)))
-        pool.shutdown(wait=False)  # its thread ends with the read
+    pool.shutdown(wait=False)  # its thread ends with the last read
 
 
 def take(path: Path) -> Any:
