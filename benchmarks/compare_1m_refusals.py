@@ -26,6 +26,7 @@ MISTAKES = {
     "not UTF-8": (399_999, lambda r: r.replace(b"case399999", b"caf\xe9", 1)),
     "empty kernel": (123_455, lambda r: r[r.index(b",") :]),
     "world_size 0": (654_320, lambda r: r.replace(b",bf16,,", b",bf16,0,", 1)),
+    "world_size 1e300": (654_321, lambda r: r.replace(b",bf16,,", b",bf16,1e300,", 1)),
     "params not JSON": (222_221, lambda r: r.replace(b",,bf16,", b",M=16,bf16,", 1)),
     "text in a number column": (99_999, lambda r: r.replace(b",3,", b",three,", 1)),
     "padded kernel (accepted)": (100_000, lambda r: b" " + r),
