@@ -117,3 +117,11 @@ def refuse_foreign(option: str, path: str | os.PathLike[str] | None, ours: Calla
     if not ours(head):
         raise HarnessError(f"{option} {path}: exists and is not {what}: refusing to overwrite it (move it, or "
                            "choose another path)")  # fmt: skip
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (what ``sha256sum`` prints): how a calibration or an A/A a comparison used is
+    named in its records."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -57,7 +57,7 @@ def _triton(env: dict[str, Any]) -> str:
 def check_aa_path(aa: str | os.PathLike[str], golden: str | os.PathLike[str], tot: str | os.PathLike[str]) -> None:
     """Refuse a missing A/A file, or one that is golden's or TOT's file (the same file, or a copy of its bytes):
     its deltas would all be 0, and the verdicts judged as if processes never differed."""
-    from harness.compare.calibration import file_sha256
+    from harness.fsutil import file_sha256
 
     p = Path(aa)
     if not p.is_file():
@@ -104,9 +104,9 @@ def aa_record(
     """What the comparison's ``.meta.json`` keeps as ``process_noise``: the A/A file (path, SHA-256), the cases
     it widened and the judged cases it could not (``not_in_aa``), and per kernel its A/A cases, median |Δ_AA|,
     σ_p and the verdicts made ambiguous by it (``ambiguous``)."""
-    from harness.compare.calibration import file_sha256
     from harness.compare.confidence import JUDGED
     from harness.compare.rule import VERDICTS
+    from harness.fsutil import file_sha256
 
     judged = np.isin(pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes, JUDGED)
     kernels = table["kernel"].astype(str)

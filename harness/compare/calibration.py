@@ -14,6 +14,7 @@ import pandas as pd
 
 from harness.compare.rule import Rule
 from harness.errors import HarnessError
+from harness.fsutil import file_sha256
 
 CALIBRATION_COLUMNS = (
     "kernel",
@@ -80,13 +81,6 @@ def _checked(df: pd.DataFrame, what: str) -> pd.DataFrame:
 
 
 # -- a calibration kept with the results ------------------------------------------------------------------------
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The SHA-256 of a file's bytes (what ``sha256sum`` prints): the calibration a record names."""
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def calibration_record(table: pd.DataFrame, meta: dict[str, Any], path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -460,7 +460,7 @@ def keep_calibration(conn: Any, table: Any, meta: dict[str, Any], rec: dict[str,
     when it is not stored yet. In the caller's transaction."""
     from sqlalchemy import select
 
-    from harness.compare.calibration import file_sha256
+    from harness.fsutil import file_sha256
 
     sha = str(rec.get("sha256") or "") or None
     if sha:

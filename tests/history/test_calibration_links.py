@@ -9,7 +9,7 @@ import json
 import pytest
 from sqlalchemy import select, text
 
-from harness.compare.calibration import file_sha256
+from harness.fsutil import file_sha256
 from harness.history.schema import calibration_cases, calibrations, comparisons, runs
 from harness.history.store import History
 from tests.compare.test_calibration_travels import write_pair
