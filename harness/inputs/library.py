@@ -2,7 +2,7 @@
 configs they take (``config_arch:``) and the checkout of a library their code imports (``library:``)::
 
     library:
-      path: ${AITER_CHECKOUT}     # the folder that holds the package (relative to the suite; ${VAR} expanded)
+      path: ${AITER_CHECKOUT}     # the folder that holds the package (relative to the suite; ${VAR}, ~ expanded)
       package: aiter              # what the kernels import
       init: false                 # import aiter.ops... without running aiter/__init__.py (AITER's needs its C++)
       configs: [aiter/ops/triton/configs]   # config folders inside the checkout
@@ -74,7 +74,7 @@ def _folders(value: Any, where: str, base: Path, env: dict[str, str]) -> tuple[s
         raise HarnessError(f"{where}: expected a folder or a list of folders")
     out = []
     for v in items:
-        folder = base / expand(v, where, env)
+        folder = base / os.path.expanduser(expand(v, where, env))
         if not folder.is_dir():
             raise HarnessError(f"{where}: {v}: no such folder ({folder})")
         out.append(str(folder.resolve()))
@@ -95,7 +95,7 @@ def _library(value: Any, where: str, base: Path, env: dict[str, str]) -> tuple[L
     package = value["package"]
     if not _PACKAGE.match(package):
         raise HarnessError(f"{where}: package: {package!r} is not a top-level module name")
-    path = (base / expand(value["path"], f"{where}: path", env)).resolve()
+    path = _checkout(value["path"], f"{where}: path", base, env)
     if not (path / package).is_dir() and not (path / f"{package}.py").is_file():
         raise HarnessError(f"{where}: no package {package!r} in {path} (path is the folder that holds it)")
     init = value.get("init", True)
@@ -103,3 +103,25 @@ def _library(value: Any, where: str, base: Path, env: dict[str, str]) -> tuple[L
         raise HarnessError(f"{where}: init: expected true or false, got {init!r}")
     folders = _folders(value.get("configs"), f"{where}: configs", path, env)
     return Library(str(path), package, init), folders
+
+
+def _checkout(value: str, where: str, base: Path, env: dict[str, str]) -> Path:
+    """The library's folder: ``value`` with its variables and a leading ``~`` expanded, relative to the suite's
+    folder. Expanding to nothing is refused naming the variables (it would silently be the suite's own folder), as
+    is a folder that does not exist."""
+    expanded = expand(value, where, env).strip()
+    if not expanded:
+        names = [f"${{{v}}}" for v in _variables(value)]
+        empty = f" ({', '.join(names)} {'is' if len(names) == 1 else 'are'} empty)" if names else ""
+        raise HarnessError(f"{where}: {value!r} expands to nothing{empty}")
+    path = (base / os.path.expanduser(expanded)).resolve()
+    if not path.exists():
+        raise HarnessError(f"{where}: {path} does not exist" + (f" (from {value!r})" if expanded != value else ""))
+    if not path.is_dir():
+        raise HarnessError(f"{where}: {path} is not a folder (path is the folder that holds the package)")
+    return path
+
+
+def _variables(value: str) -> list[str]:
+    """The names of the variables ``value`` refers to (``$NAME``, ``${NAME}``, ``${NAME:-default}``)."""
+    return re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value.replace("$$", ""))

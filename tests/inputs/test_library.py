@@ -127,7 +127,8 @@ def test_a_bad_key_in_the_librarys_file_is_refused_naming_file_and_bucket(tmp_pa
 
 
 @pytest.mark.parametrize("library,message", [
-    ("{path: nowhere, package: aiter}", "no package 'aiter' in"),
+    ("{path: nowhere, package: aiter}", r"library: path: .*/nowhere does not exist$"),
+    ("{path: ., package: aiter}", "no package 'aiter' in"),
     ("{path: ., package: aiter, inti: false}", "unknown key 'inti'"),
     ("{path: '${NO_SUCH_CHECKOUT_VAR}', package: aiter}", r"\$\{NO_SUCH_CHECKOUT_VAR\} is not set"),
     ("{package: aiter}", "path: required"),
@@ -161,6 +162,24 @@ def test_a_case_error_names_the_deepest_line_inside_the_library_first(tmp_path):
             sys.modules.pop(m, None)
     head = error_text(info.value, (str(wrapper),), "", (str(tmp_path / "ck"),)).splitlines()[0]
     assert head == f"ValueError: bad tile (lib/inner.py:2 in deep; via {wrapper}:3 in launch)"
+
+
+@pytest.mark.parametrize("checkout,message", [
+    ("", r"library: path: '\$\{AITER_CHECKOUT\}' expands to nothing \(\$\{AITER_CHECKOUT\} is empty\)$"),
+    ("/nonexistent/aiter", r"library: path: /nonexistent/aiter does not exist \(from '\$\{AITER_CHECKOUT\}'\)$"),
+])  # fmt: skip
+def test_a_checkout_variable_that_is_empty_or_names_no_folder_says_so(monkeypatch, checkout, message):
+    """Empty, it would be the suite's own folder; missing, "no package 'aiter' in" hid that the folder is not there."""
+    monkeypatch.setenv("AITER_CHECKOUT", checkout)
+    with pytest.raises(HarnessError, match=message):
+        load_suite(ADAPTER.parent / "cpu.yaml")
+
+
+def test_a_checkout_under_home_is_found_through_tilde(monkeypatch, tmp_path):
+    shutil.copytree(FAKE, tmp_path / "aiter-checkout")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AITER_CHECKOUT", "~/aiter-checkout")
+    assert {c.library.path for c in load_suite(ADAPTER.parent / "cpu.yaml")} == {str(tmp_path / "aiter-checkout")}
 
 
 def test_the_example_suites_load_with_the_checkout_named_by_a_variable(monkeypatch):
