@@ -115,6 +115,7 @@ def run(
         check_venv(spec)  # a venv whose pins did not install would run whatever Triton it finds
     previous = previous_times(times) if times else None
     cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
+    _check_outputs_are_not_inputs(runs, suite, cases, times, calibration)
     records, check_worker = _calibration(calibration, cases, str(suite)) if calibration else ({}, None)
     opts = RunOptions(
         reps=reps,
@@ -188,6 +189,24 @@ def _checked(
     from harness.run.node import parse_gpus
 
     return gap, shard, parse_gpus(gpus)
+
+
+def _check_outputs_are_not_inputs(
+    runs: list, suite: Path, cases: list, times: Path | None, calibration: Path | None
+) -> None:  # fmt: skip
+    """--out and every --with-out name no file the run reads (the suite, a suite it includes, a shapes file, a
+    kernel file, an env spec, --times, --calibration): refused up front, never "exists; pass --resume"."""
+    from harness.inputs.sources import suite_sources, what_it_is
+
+    inputs = suite_sources(suite, cases)
+    for spec, _ in runs:
+        inputs.setdefault(spec.path.resolve(), f"the env spec {spec.name}")
+    for path, option in ((times, "--times"), (calibration, "--calibration")):
+        if path is not None:
+            inputs.setdefault(path.resolve(), f"the {option} file")
+    for k, (_, out) in enumerate(runs):
+        if what := what_it_is(Path(out), inputs):
+            raise HarnessError(f"{'--out' if k == 0 else '--with-out'} {out} is {what}: choose another results file")
 
 
 def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:
