@@ -88,6 +88,17 @@ class EnvSpec:
     def overlay_dir(self) -> Path | None:
         return self._abs(self.overlay) if self.overlay else None
 
+    def checked_pythonpath(self) -> list[str]:
+        """The ``pythonpath`` entries as absolute paths; one that does not exist is refused (else the worker would
+        silently import site-packages' Triton instead)."""
+        out = []
+        for raw in self.pythonpath:
+            path = str(self._abs(raw))
+            if not Path(path).exists():
+                raise HarnessError(f"{self.path}: pythonpath entry {path} does not exist")
+            out.append(path)
+        return out
+
     def triton_cache(self) -> Path:
         return self._abs(self.cache_dir) if self.cache_dir else self.root / ".harness" / "cache" / self.name
 
@@ -96,12 +107,7 @@ class EnvSpec:
         env = dict(os.environ if base is None else base)
         env.update(PINNED)
         env.update({k: v for k, v in self.env.items() if v is not None})
-        overlay = []
-        for raw in self.pythonpath:
-            path = str(self._abs(raw))
-            if not Path(path).exists():  # else the worker silently imports site-packages' Triton instead
-                raise HarnessError(f"{self.path}: pythonpath entry {path} does not exist")
-            overlay.append(path)
+        overlay = self.checked_pythonpath()
         if overlay:
             env["PYTHONPATH"] = os.pathsep.join(overlay + [p for p in [env.get("PYTHONPATH", "")] if p])
         env["TRITON_CACHE_DIR"] = str(self.triton_cache())

@@ -74,13 +74,18 @@ def _record(spec: EnvSpec) -> dict[str, Any]:
 
 
 def check_venv(spec: EnvSpec) -> None:
-    """Refuse (one line) a venv that does not exist, was not completed by `harness env create`, was made for
-    other requirements, or whose pins are not what is installed; and an overlay (``mode: overlay``) that
-    `harness env unpack` did not complete, holds another release, or was packed for another Python. Specs
-    without either pass."""
+    """Refuse (one line) a ``pythonpath`` entry that does not exist (envs/tot.yaml's overlay); a venv that does not
+    exist, was not completed by `harness env create`, was made for other requirements, or whose pins are not what
+    is installed; and an overlay (``mode: overlay``) that `harness env unpack` did not complete, holds another
+    release, or was packed for another Python. Other specs pass."""
     if spec.mode == "overlay":
         check_overlay(spec)
-        return
+    else:
+        _check_venv(spec)
+    spec.checked_pythonpath()  # before any worker starts, not when the first one starts
+
+
+def _check_venv(spec: EnvSpec) -> None:
     vp = spec.venv_dir()
     if vp is None:
         return

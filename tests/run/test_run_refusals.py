@@ -1,0 +1,25 @@
+"""`harness run` refuses a bad env spec before any worker starts: a ``pythonpath`` overlay that does not exist
+(envs/tot.yaml with $HARNESS_TOT_TRITON naming no folder) is one line, exit 2, and the run leaves nothing behind
+(no OUT, no OUT.logs/)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tests.conftest import DATA, ROOT, cli
+
+
+def test_a_missing_tot_overlay_is_refused_before_golden_runs(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", os.environ.get("HARNESS_TEST_PYTHON", sys.executable))
+    monkeypatch.setenv("HARNESS_TOT_TRITON", str(tmp_path / "nonexist"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(
+        capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", ROOT / "examples" / "softmax.yaml", "--out", "g.csv",
+        "--with-env", ROOT / "envs" / "tot.yaml", "--with-out", "t.csv", "--filter", "M4_N100",
+    )  # fmt: skip
+    assert code == 2
+    assert err.splitlines() == [
+        f"harness: error: {ROOT / 'envs' / 'tot.yaml'}: pythonpath entry {tmp_path / 'nonexist'} does not exist"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
