@@ -34,3 +34,9 @@ def quoted(text: object) -> str:
     """``'text'``, or its escaped form where it holds a newline or another character that would break the line."""
     text = str(text)
     return f"'{text}'" if text.isprintable() else repr(text)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 case``, ``2 cases``, ``0 cases``: a count with its noun in the number it needs (``plural``: where adding
+    an s is wrong, as in ``1 GPU`` / ``2 GPUs`` it is right, ``1 entry`` / ``2 entries`` it is not)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

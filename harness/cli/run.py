@@ -44,7 +44,7 @@ from harness.cli.options import (
     rule_of,
 )
 from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 
 if TYPE_CHECKING:
     from harness.compare.rule import Rule
@@ -177,7 +177,9 @@ def _checked(
     check_timeout(timeout)
     gap = _launch_gap(launch_gap)
     if len(with_env) != len(with_out):
-        raise HarnessError(f"--with-env given {len(with_env)} times but --with-out {len(with_out)} times")
+        raise HarnessError(
+            f"--with-env given {counted(len(with_env), 'time')} but --with-out {counted(len(with_out), 'time')}"
+        )
     if times is not None and shard is None and gpus is None:
         raise HarnessError(f"--times {times}: it balances --shard and --gpus, and neither was given")
     if shard is not None:  # an empty --shard '' is refused like any other bad one, never taken as none

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.options import ConfigArch, Filter, Kernel
+from harness.errors import counted
 
 app = typer.Typer(help="Suites: what a suite expands to, without running it.", no_args_is_help=True)
 
@@ -29,4 +30,4 @@ def suite_show(
     cases = as_config_arch(select(load_suite(suite), kernel, filter), config_arch)
     for line in lines(view(cases, arch)):
         print(line)
-    print(f"{len(cases)} cases", file=sys.stderr)
+    print(counted(len(cases), "case"), file=sys.stderr)

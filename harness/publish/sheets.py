@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.compare.compare import Comparison, worst_first
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.publish.http import RETRY_STATUS, retry_wait
 from harness.render.envinfo import side_by_side
 from harness.render.vocabulary import LOOKS, rgb
@@ -116,7 +116,7 @@ def case_rows(cmp: Comparison, max_rows: int | None = None) -> tuple[list[list[A
 def summary_rows(cmp: Comparison, title: str, left_out: int, cases_sheet: str) -> list[list[Any]]:
     counts = cmp.counts()
     reg, fail = counts["regression"], counts["failed_in_tot"]
-    status = "no regressions" if reg + fail == 0 else f"{reg} regressions, {fail} TOT failures"
+    status = "no regressions" if reg + fail == 0 else f"{counted(reg, 'regression')}, {counted(fail, 'TOT failure')}"
     skipped_tot, skipped_golden = counts["skipped_in_tot"], counts["skipped_in_golden"] + counts["skipped_in_both"]
     rows: list[list[Any]] = [
         [title],

@@ -16,6 +16,7 @@ from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import ATTENTION, BLOCKING
+from harness.errors import counted
 from harness.render.envinfo import side_by_side
 from harness.render.vocabulary import MARKDOWN_MARKER as MARKER
 from harness.render.vocabulary import regressions
@@ -126,7 +127,7 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     status = (
         "✅ no regressions"
         if reg + fail == 0
-        else f"{mark} {regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
+        else f"{mark} {regressions(reg, amb.get('regression', 0))}, {counted(fail, 'TOT failure')}"
     )
     headline = f"**{status}** across {len(cmp.table)} cases.  \n"
     if amb:

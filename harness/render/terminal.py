@@ -23,6 +23,7 @@ from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.compare.rule import BLOCKING, VERDICTS, is_verdict
+from harness.errors import counted
 from harness.render.envinfo import one_line
 from harness.render.vocabulary import LOOKS, case_label, regressions
 
@@ -104,7 +105,7 @@ def headline(counts: dict[str, int], ambiguous: dict[str, int] | None = None) ->
     reg, fail = counts["regression"], counts["failed_in_tot"]
     amb = ambiguous or {}
     parts = [
-        f"{regressions(reg, amb.get('regression', 0))}, {fail} TOT failures"
+        f"{regressions(reg, amb.get('regression', 0))}, {counted(fail, 'TOT failure')}"
         if reg + fail
         else "no regressions and no TOT failures"
     ]
@@ -249,5 +250,5 @@ def print_failed(con: Console, out: Path, counts: dict[str, int]) -> None:
 
     df = load_results(out)
     n = int((~df["status"].isin(TIMED_STATUSES)).sum())
-    head = f"{out}: {n} cases not timed (the first line of each error; all of it in the CSV's error column):"
+    head = f"{out}: {counted(n, 'case')} not timed (the first line of each error; all of it in the CSV's error column):"
     print_lines(con, head, failed_row_lines(df))

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.errors import counted
+
 #: the first line of compare's markdown: how a sticky PR comment, and compare's --markdown check, know their own
 MARKDOWN_MARKER = "<!-- harness:perf-compare -->"
 
@@ -41,7 +43,7 @@ LOOKS: dict[str, Look] = {
 
 def regressions(n: int, ambiguous: int = 0) -> str:
     """``3 regressions (1 ambiguous)``: the count the headlines give, with how many of them are not sure."""
-    return f"{n} regressions ({ambiguous} ambiguous)" if ambiguous else f"{n} regressions"
+    return f"{counted(n, 'regression')} ({ambiguous} ambiguous)" if ambiguous else counted(n, "regression")
 
 
 def case_label(kernel: str, case_id: str) -> str:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.fsutil import atomic_write, refuse_overwrite
 from harness.inputs.suite import load_suite
 from harness.results.load import load_results
@@ -180,10 +180,16 @@ def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:
     missing = sorted(wanted - present)
     if missing:
         shown = ", ".join(f"{k}/{c}" for k, c in missing[:3])
-        raise HarnessError(f"{suite}: {len(missing)} cases are in no part (e.g. {shown}): a shard did not finish?")
+        are = "is" if len(missing) == 1 else "are"
+        raise HarnessError(
+            f"{suite}: {counted(len(missing), 'case')} {are} in no part (e.g. {shown}): a shard did not finish?"
+        )
     extra = sorted(present - wanted)
     if extra:
-        raise HarnessError(f"{suite}: {len(extra)} cases of the parts are not in the suite (e.g. {'/'.join(extra[0])})")
+        are = "is" if len(extra) == 1 else "are"
+        raise HarnessError(
+            f"{suite}: {counted(len(extra), 'case')} of the parts {are} not in the suite (e.g. {'/'.join(extra[0])})"
+        )
 
 
 def gather_artifacts(parts: list[Path], envs: list[dict[str, Any]], out: Path) -> str | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.envs.spec import EnvSpec
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.inputs.suite import Case
 from harness.run.cases import worker_case
 from harness.run.group import inherited_gpus, visible
@@ -88,8 +88,11 @@ def plan(
     worlds = sorted({c.spec.world_size_of(c.params) for c in cases} - {1})
     too_big = {w: sum(c.spec.world_size_of(c.params) == w for c in cases) for w in worlds if w > len(gpus)}
     if too_big:
-        need = ", ".join(f"{n} need {w}" for w, n in too_big.items())
-        raise HarnessError(f"--gpus: {sum(too_big.values())} cases need more GPUs than the {len(gpus)} given ({need})")
+        need = ", ".join(f"{n} {'needs' if n == 1 else 'need'} {w}" for w, n in too_big.items())
+        n = sum(too_big.values())
+        raise HarnessError(
+            f"--gpus: {counted(n, 'case')} {'needs' if n == 1 else 'need'} more GPUs than the {len(gpus)} given ({need})"
+        )
     for w in worlds:
         group = [c for c in cases if c.spec.world_size_of(c.params) == w]
         steps.append((f"ranks{w}", gpus[:w], group))

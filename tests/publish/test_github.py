@@ -138,7 +138,7 @@ def test_cli_publishes_rendered_markdown(server, tmp_path, monkeypatch):
     assert r.returncode == 0, r.stderr
     assert "created comment" in r.stdout and "tok" not in r.stdout + r.stderr
     body = gh.comments[-1]["body"]
-    assert body.startswith(MARKER) and "1 regressions, 1 TOT failures" in body
+    assert body.startswith(MARKER) and "1 regression, 1 TOT failure" in body
 
 
 def test_comment_links_the_explanations():

@@ -80,7 +80,7 @@ def test_publishes_summary_and_cases_in_a_few_calls(fake, creds, cmp):
     assert f'=${col}2="regression"' in rules and f'=${col}2="improvement"' in rules
 
     summary = {r[0]: r[1:] for r in book.by_title("harness · summary").grid() if r and r[0]}
-    assert summary["status"][0] == "1 regressions, 1 TOT failures"
+    assert summary["status"][0] == "1 regression, 1 TOT failure"
     assert summary["regression"][0] == 1 and summary["rule.rel"][0] == 1.005
     assert summary["results file"][:2] == [str(DATA / "golden.csv"), str(DATA / "tot.csv")]
 

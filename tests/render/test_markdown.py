@@ -15,7 +15,7 @@ def test_markdown_layout():
     cmp = compare_files(G, T)
     md = render_markdown(cmp)
     assert md.startswith(MARKER + "\n")
-    assert "1 regressions, 1 TOT failures" in md
+    assert "1 regression, 1 TOT failure" in md
     assert md.index("### Regressions and TOT failures") < md.index("<details><summary>All other cases")
     assert "| bf16 | b | bf16 | 11.60 | 12.30 | +6.0 |  | 12.16 | **regression** |" in md
     assert "1.005 x golden + 0.5 us" in md

@@ -48,8 +48,8 @@ failed_in_tot          1  blocks
 skipped_in_tot         1
 ok                     1
 skipped_in_golden      1
-1 regressions, 1 TOT failures; 1 skipped under TOT (not blocking); 1 skipped
-under golden
+1 regression, 1 TOT failure; 1 skipped under TOT (not blocking); 1 skipped under
+golden
 per kernel
 kernel cases regr TOT fail TOT skip ok gold skip
 ────────────────────────────────────────────────
@@ -162,6 +162,10 @@ def test_run_summary_lists_failed_cases_under_the_counts(write):
         "  _N32_K256: compile_error: CompilationError: at 12:4 (user.py:40)",
     ]
     assert "…" not in text
+    one = io.StringIO()
+    lone = write("one.csv", HEADER + "k,M4,,4,,,fp16,,skipped,,needs Triton >= 3.9\n")
+    print_failed(Console(file=one, width=200), Path(lone), {"skipped": 1})
+    assert f"{lone}: 1 case not timed (" in one.getvalue()
     quiet = io.StringIO()
     print_failed(Console(file=quiet, width=80), Path(out), {"ok": 3})
     assert quiet.getvalue() == "", "nothing failed: nothing listed"

@@ -35,3 +35,12 @@ def test_missing_or_equal_names_keep_golden_and_tot():
     assert stack_labels({"env_name": "main"}, {}) == ("golden", "TOT")  # one side unnamed: no pair of names to show
     assert stack_labels({"env_name": "golden"}, {"env_name": "golden"}) == ("golden", "TOT")  # one env run twice
     assert stack_labels({"env_name": "Main"}, {"env_name": "main "}) == ("golden", "TOT")
+
+
+def test_counts_take_the_number_their_noun_needs():
+    from harness.errors import counted
+    from harness.render.vocabulary import regressions
+
+    assert [counted(n, "case") for n in (0, 1, 2)] == ["0 cases", "1 case", "2 cases"]
+    assert counted(1, "entry", "entries") == "1 entry" and counted(3, "entry", "entries") == "3 entries"
+    assert (regressions(1), regressions(2, 1)) == ("1 regression", "2 regressions (1 ambiguous)")

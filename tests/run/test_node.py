@@ -36,7 +36,7 @@ def test_the_plan_keeps_multi_gpu_cases_whole():
         ("ranks3", [4, 5, 6]),
         ("ranks4", [4, 5, 6, 7]),
     ]
-    with pytest.raises(HarnessError, match=r"2 cases need more GPUs than the 2 given \(1 need 3, 1 need 4\)"):
+    with pytest.raises(HarnessError, match=r"2 cases need more GPUs than the 2 given \(1 needs 3, 1 needs 4\)"):
         plan(cases, [0, 1], None)
 
 

@@ -23,3 +23,11 @@ def test_a_missing_tot_overlay_is_refused_before_golden_runs(capsys, tmp_path, m
         f"harness: error: {ROOT / 'envs' / 'tot.yaml'}: pythonpath entry {tmp_path / 'nonexist'} does not exist"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_with_env_and_with_out_counts_are_said_in_good_grammar(capsys, tmp_path):
+    code, _, err = cli(
+        capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", ROOT / "examples" / "softmax.yaml", "--out",
+        tmp_path / "g.csv", "--with-env", DATA / "cpu-env.yaml",
+    )  # fmt: skip
+    assert code == 2 and err.strip() == "harness: error: --with-env given 1 time but --with-out 0 times"
