@@ -97,6 +97,7 @@ def run(
     """Run SUITE under ENV into OUT: correctness first, then kernel-only timing with the 3-rep / 5% rule."""
     from harness.envs.spec import load_env_spec
     from harness.envs.venv import check_venv
+    from harness.inputs import configarch
     from harness.render.progress import console_driver
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions
@@ -116,6 +117,7 @@ def run(
     previous = previous_times(times) if times else None
     cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
     _check_outputs_are_not_inputs(runs, suite, cases, times, calibration)
+    _warn(configarch.check(cases, config_arch, suite))  # refuses an arch no case has a config file for
     records, check_worker = _calibration(calibration, cases, str(suite)) if calibration else ({}, None)
     opts = RunOptions(
         reps=reps,
@@ -209,6 +211,17 @@ def _check_outputs_are_not_inputs(
     for k, (_, out) in enumerate(runs):
         if what := what_it_is(Path(out), inputs):
             raise HarnessError(f"{'--out' if k == 0 else '--with-out'} {out} is {what}: choose another results file")
+
+
+def _warn(lines: list[str]) -> None:
+    """Warnings said before anything runs, one line each."""
+    if lines:
+        from rich.markup import escape
+
+        from harness.render.terminal import stderr
+
+        for line in lines:
+            stderr().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
 
 
 def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:

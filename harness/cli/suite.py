@@ -24,10 +24,15 @@ def suite_show(
 ) -> None:
     """List the cases SUITE expands to, each with the config it would resolve on --arch (a suite's config_arch
     or --config-arch wins); runs nothing."""
+    from harness.inputs import configarch
     from harness.inputs.suite import as_config_arch, load_suite, select
     from harness.run.suiteview import lines, view
 
     cases = as_config_arch(select(load_suite(suite), kernel, filter), config_arch)
-    for line in lines(view(cases, arch)):
+    for warning in configarch.check(cases, config_arch, suite):  # refuses an arch no case has a config file for
+        print(f"warning: {warning}", file=sys.stderr)
+    views = view(cases, arch)
+    for line in lines(views):
         print(line)
-    print(counted(len(cases), "case"), file=sys.stderr)
+    lacking = sum(v.source.startswith("no config") for v in views)
+    print(counted(len(cases), "case") + (f", {lacking} without a config" if lacking else ""), file=sys.stderr)
