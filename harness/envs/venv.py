@@ -12,6 +12,7 @@ the installed versions.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,17 @@ def check_venv(spec: EnvSpec) -> None:
     else:
         _check_venv(spec)
     spec.checked_pythonpath()  # before any worker starts, not when the first one starts
+    if spec.venv is None:
+        _check_interpreter(spec)
+
+
+def _check_interpreter(spec: EnvSpec) -> None:
+    """The spec's ``python:`` is a file, or a name found on PATH (else every worker of the env would fail to start,
+    after the other envs' workers started)."""
+    py = spec.interpreter()
+    if not Path(py).is_file():
+        where = "no such file" if os.path.isabs(spec.python or "python3") else "not found on PATH"
+        raise HarnessError(f"{spec.path}: python {py} cannot run: {where}")
 
 
 def _check_venv(spec: EnvSpec) -> None:

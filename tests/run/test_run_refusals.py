@@ -31,3 +31,18 @@ def test_with_env_and_with_out_counts_are_said_in_good_grammar(capsys, tmp_path)
         tmp_path / "g.csv", "--with-env", DATA / "cpu-env.yaml",
     )  # fmt: skip
     assert code == 2 and err.strip() == "harness: error: --with-env given 1 time but --with-out 0 times"
+
+
+def test_an_interpreter_that_is_not_there_is_refused_before_golden_runs(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", os.environ.get("HARNESS_TEST_PYTHON", sys.executable))
+    monkeypatch.setenv("HARNESS_TOT_TRITON", str(tmp_path))
+    monkeypatch.setenv("HARNESS_TOT_PYTHON", str(tmp_path / "nopython"))
+    code, _, err = cli(
+        capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", ROOT / "examples" / "softmax.yaml", "--out",
+        tmp_path / "g.csv", "--with-env", ROOT / "envs" / "tot.yaml", "--with-out", tmp_path / "t.csv",
+    )  # fmt: skip
+    assert code == 2
+    assert err.splitlines() == [
+        f"harness: error: {ROOT / 'envs' / 'tot.yaml'}: python {tmp_path / 'nopython'} cannot run: no such file"
+    ]
+    assert list(tmp_path.iterdir()) == []
