@@ -14,7 +14,7 @@ import pandas as pd
 from harness.compare.notes import _gpu_field, _uuid
 from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
 from harness.compare.rule import Rule
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 
 #: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
 SAME_AS_GOLDEN = (
@@ -138,7 +138,7 @@ def process_lines(record: dict[str, Any]) -> list[str]:
     kernels = record.get("kernels") or {}
     head = f"process noise (A/A {Path(str(record.get('path', '?'))).name}):"
     if record.get("not_in_aa"):
-        head += f" {record['not_in_aa']} cases not in it"
+        head += f" {counted(int(record['not_in_aa']), 'case')} not in it"
     lines = [
         f"  {k} {v.get('sigma_pct', 0):.2g} %: {v['ambiguous']} "
         f"verdict{'s' if v['ambiguous'] != 1 else ''} ambiguous because of it"

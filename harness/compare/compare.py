@@ -22,7 +22,7 @@ from harness.compare.notes import (
     same_triton,
 )
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.results.fastread import blank
 from harness.results.load import case_key, load_results, params_of
 from harness.results.schema import STATUSES, TIMED_STATUSES
@@ -450,7 +450,7 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
         return ""
     r = j.iloc[0]
     return (
-        f"{len(j)} cases were timed on different GPUs under golden and TOT (e.g. {r['kernel']}/{r['case_id']}: "
+        f"{counted(len(j), 'case')} {'was' if len(j) == 1 else 'were'} timed on different GPUs under golden and TOT (e.g. {r['kernel']}/{r['case_id']}: "
         f"{r['gpu_g']} vs {r['gpu_t']}); {SAME_GPU_WHY}"
     )
 

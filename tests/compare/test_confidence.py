@@ -84,7 +84,7 @@ def test_the_gates_fail_on_what_they_promise(tmp_path, capsys):
     assert cmp.blocking == 0 and cmp.strict_blocking == 1
     run = lambda *a: cli(capsys, "compare", g, t, *a)  # noqa: E731 - in process: (exit code, stdout, stderr)
     (loose, said, _), (strict, _, _) = run("--fail-on-regression"), run("--fail-on-ambiguous")
-    assert loose == 0 and "1 regressions (1 ambiguous)" in said
+    assert loose == 0 and "1 regression (1 ambiguous)" in said
     assert strict == 1
     md = tmp_path / "c.md"
     run("--markdown", str(md))
