@@ -64,7 +64,7 @@ def test_interleaved_cli_refuses_mismatched_options(tmp_path, capsys, monkeypatc
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out",
                        tmp_path / "a.csv", "--with-env", DATA / "cpu-env.yaml")  # fmt: skip
-    assert code == 2 and "--with-env given 1 times but --with-out 0 times" in err
+    assert code == 2 and "--with-env given 1 time but --with-out 0 times" in err
 
 
 @pytest.mark.slow
