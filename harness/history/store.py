@@ -559,10 +559,14 @@ def _revision(conn: Any) -> tuple[str | None, bool]:
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import inspect
 
+    # the table first, the revision second: another process's first migration commits both at once, and outside
+    # its lock each statement sees what is committed when it runs, so this order never reads its tables without
+    # its revision (the other order did: two writers at once on an empty PostgreSQL database)
+    has_runs = inspect(conn).has_table("runs")
     current = MigrationContext.configure(conn).get_current_revision()
     if current is not None:
         return current, True
-    return None, not inspect(conn).has_table("runs")
+    return None, not has_runs
 
 
 def _known_revisions() -> set[str]:
