@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.notes import _gpu_field, _uuid
+from harness.compare.notes import gpu_field, gpu_uuid
 from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
 from harness.compare.rule import Rule
 from harness.errors import HarnessError, counted
@@ -19,8 +19,8 @@ from harness.errors import HarnessError, counted
 #: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
 SAME_AS_GOLDEN = (
     ("suite", lambda e: Path(str(e.get("suite") or "")).name),
-    ("GPU", lambda e: _gpu_field(e, "name")),
-    ("GPU", lambda e: "GPU-" + _uuid(e) if _uuid(e) else ""),
+    ("GPU", lambda e: gpu_field(e, "name")),
+    ("GPU", lambda e: "GPU-" + gpu_uuid(e) if gpu_uuid(e) else ""),
     ("Triton", lambda e: _triton(e)),
     ("library checkout", lambda e: _libraries(e)),
 )
@@ -140,8 +140,7 @@ def process_lines(record: dict[str, Any]) -> list[str]:
     if record.get("not_in_aa"):
         head += f" {counted(int(record['not_in_aa']), 'case')} not in it"
     lines = [
-        f"  {k} {v.get('sigma_pct', 0):.2g} %: {v['ambiguous']} "
-        f"verdict{'s' if v['ambiguous'] != 1 else ''} ambiguous because of it"
+        f"  {k} {v.get('sigma_pct', 0):.2g} %: {counted(v['ambiguous'], 'verdict')} ambiguous because of it"
         for k, v in sorted(kernels.items())
         if v.get("ambiguous")
     ]

@@ -31,6 +31,8 @@ import numpy as np
 from harness.compare.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
+#: the verdict codes of a timed comparison, the only ones a confidence is judged for
+JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
 #: a rep's relative noise is taken as at least this (%): timers and clocks are never exact
 NOISE_FLOOR_PCT = 0.05
 #: the stability rule's tolerance (harness/run/stability.py TOL), in %: reps that spread more were not bounded by
@@ -136,10 +138,11 @@ def evidence(
     (ng, _, sdg), (nt, _, sdt) = golden_reps, tot_reps
     code = {v: i for i, v in enumerate(VERDICTS)}
     v = np.asarray(verdict_codes)
-    judged = np.isin(v, [code["regression"], code["improvement"], code["ok"]])
+    judged = np.isin(v, JUDGED)
     # only cases with 2+ reps a side can be known: the arithmetic runs on those alone (often none of a million)
     rows = np.flatnonzero(judged & (ng >= 2) & (nt >= 2))
-    noise, lo, hi, half, reg_lim, imp_lim = _interval(g[rows], t[rows], ng[rows], sdg[rows], nt[rows], sdt[rows], rule)
+    noise, delta, half, reg_lim, imp_lim = _interval(g[rows], t[rows], ng[rows], sdg[rows], nt[rows], sdt[rows], rule)
+    lo, hi = delta - half, delta + half
     vr = v[rows]
 
     def sure_of(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -153,7 +156,6 @@ def evidence(
     by_process = np.zeros(len(v), dtype=bool)
     if process_pct is not None:
         wide = widened(half, np.asarray(process_pct, dtype=np.float64)[rows])
-        delta = lo + half
         lo, hi = delta - wide, delta + wide
         was, sure = sure, sure_of(lo, hi)
         by_process[rows] = was & ~sure & np.isfinite(half)
@@ -172,7 +174,7 @@ def evidence(
 def _interval(
     g: np.ndarray, t: np.ndarray, ng: np.ndarray, sdg: np.ndarray, nt: np.ndarray, sdt: np.ndarray, rule: Rule
 ) -> tuple[np.ndarray, ...]:
-    """(noise %, lo, hi, half-width of Δ%'s 95 % interval, regression limit, improvement limit) per case."""
+    """(noise %, Δ%, half-width of Δ%'s 95 % interval, regression limit, improvement limit) per case."""
     with np.errstate(invalid="ignore", divide="ignore"):
         rg = np.fmax(sdg / g, NOISE_FLOOR_PCT / 100)  # relative noise of one rep
         rt = np.fmax(sdt / t, NOISE_FLOOR_PCT / 100)
@@ -183,15 +185,19 @@ def _interval(
         half = t975(np.nan_to_num(df, nan=1.0)) * se
         delta = 100.0 * (ratio - 1.0)
         reg_lim, imp_lim = rule.limits_pct(g)
-        return 100.0 * np.fmax(rg, rt), delta - half, delta + half, half, reg_lim, imp_lim
+        return 100.0 * np.fmax(rg, rt), delta, half, reg_lim, imp_lim
 
 
 def widened(half: np.ndarray, process_pct: np.ndarray) -> np.ndarray:
     """The 95 % half-width of Δ% with the between-process noise σ_p added: sqrt(h² + (Z95 · σ_p)²); ``half`` where
     σ_p is NaN (no estimate for that case). Golden and TOT are two processes, as the A/A's two are, so σ_p (the
     spread of an A/A's Δ%) is the spread this adds to Δ% directly."""
-    extra = np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
-    return np.sqrt(np.asarray(half, dtype=np.float64) ** 2 + extra**2)
+    return np.sqrt(np.asarray(half, dtype=np.float64) ** 2 + _process_term(process_pct) ** 2)
+
+
+def _process_term(process_pct: np.ndarray) -> np.ndarray:
+    """Z95 · σ_p: what the process noise adds to a half-width at most; 0 where σ_p is NaN (no estimate)."""
+    return np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
 
 
 def unbounded(unstable: np.ndarray, *spreads: np.ndarray) -> np.ndarray:
@@ -216,14 +222,11 @@ def near_limit(
     'unstable' row's median) cannot carry the interval across: such a case's verdict is confident. With
     ``process_pct`` the window grows by each case's Z95 · σ_p (the widened half-width is at most h + Z95 · σ_p)."""
     g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
-    code = {v: i for i, v in enumerate(VERDICTS)}
-    judged = np.isin(verdict_codes, [code["regression"], code["improvement"], code["ok"]])
+    judged = np.isin(verdict_codes, JUDGED)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = 100.0 * (t / g - 1.0)
         reg_lim, imp_lim = rule.limits_pct(g)
-        near = NEAR_PCT
-        if process_pct is not None:
-            near = NEAR_PCT + np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
+        near = NEAR_PCT if process_pct is None else NEAR_PCT + _process_term(process_pct)
         return judged & ((np.abs(delta - reg_lim) < near) | (np.abs(delta - imp_lim) < near))
 
 
@@ -265,7 +268,6 @@ def may_regress(
 
 
 #: the verdict codes a confidence is assessed for
-JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
 
 
 def assess(

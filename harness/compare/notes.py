@@ -99,7 +99,8 @@ SAME_GPU_WHY = (
 )
 
 
-def _gpu_field(env: dict, key: str) -> str:
+def gpu_field(env: dict, key: str) -> str:
+    """A sidecar's GPU ``key`` (name, uuid), from ``gpu`` or its ``before`` state; '' where nvidia-smi said [N/A]."""
     gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
     before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
     v = gpu.get(key) or before.get(key) or ""
@@ -107,8 +108,9 @@ def _gpu_field(env: dict, key: str) -> str:
     return "" if v.startswith("[") else v  # nvidia-smi's [N/A] / [Not Supported]
 
 
-def _uuid(env: dict) -> str:
-    return _gpu_field(env, "uuid").lower().removeprefix("gpu-")
+def gpu_uuid(env: dict) -> str:
+    """A sidecar's GPU UUID, lower case, without nvidia-smi's ``GPU-`` prefix; '' where it does not say."""
+    return gpu_field(env, "uuid").lower().removeprefix("gpu-")
 
 
 def _several_gpus(env: dict) -> bool:
@@ -119,12 +121,12 @@ def _several_gpus(env: dict) -> bool:
 def other_gpu(golden_env: dict, tot_env: dict) -> str:
     """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
     ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
-    gg, tg = _gpu_field(golden_env, "name"), _gpu_field(tot_env, "name")
+    gg, tg = gpu_field(golden_env, "name"), gpu_field(tot_env, "name")
     if gg and tg and gg != tg:
         return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
     if _several_gpus(golden_env) or _several_gpus(tot_env):
         return ""  # merged from parts on several GPUs: the sidecar names only the first; the rows' gpu column decides
-    gu, tu = _uuid(golden_env), _uuid(tot_env)
+    gu, tu = gpu_uuid(golden_env), gpu_uuid(tot_env)
     gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")
     if gu and tu and gu != tu:
         where = f" (hosts {gh} vs {th})" if gh and th and gh != th else f" (host {gh})" if gh else ""
