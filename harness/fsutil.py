@@ -101,22 +101,19 @@ def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None], inputs: 
                 raise HarnessError(f"{option} {out} is the input {src}: refusing to overwrite it")
 
 
-def refuse_foreign(option: str, path: str | os.PathLike[str] | None, ours: Callable[[bytes], bool], what: str) -> None:
-    """One line and exit 2 when ``path`` holds a file this option did not write: ``ours`` is given its first
-    4 KiB (an empty file has nothing to lose). Harness replaces its own outputs, never a user's file."""
+def refuse_foreign(option: str, path: str | os.PathLike[str] | None, ours: Callable[[Path], bool], what: str) -> None:
+    """One line and exit 2 when ``path`` holds a file this option did not write (``ours`` says which it did; an
+    empty file has nothing to lose). Harness replaces its own outputs, never a user's file."""
     if path is None:
         return
     p = Path(path)
-    if not p.is_file() or p.stat().st_size == 0:
-        return
     try:
-        with open(p, "rb") as f:
-            head = f.read(4096)
+        if not p.is_file() or p.stat().st_size == 0 or ours(p):
+            return
     except OSError:
         return  # unreadable: check_writable says what is wrong with it
-    if not ours(head):
-        raise HarnessError(f"{option} {path}: exists and is not {what}: refusing to overwrite it (move it, or "
-                           "choose another path)")  # fmt: skip
+    raise HarnessError(f"{option} {path}: exists and is not {what}: refusing to overwrite it (move it, or choose "
+                       "another path)")  # fmt: skip
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

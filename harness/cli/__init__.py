@@ -217,7 +217,7 @@ def _quick_exit(done: SystemExit, code: int) -> None:
     try:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-    except (OSError, ValueError):  # a closed pipe (`| head`): Python's own exit says so
+    except (OSError, ValueError):  # stderr's pipe closed (stdout's is silenced: _PipeSafe): Python's exit says so
         raise done from None
     os._exit(code)
 

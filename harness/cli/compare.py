@@ -99,14 +99,18 @@ def compare(
     refuse_overwrite(outputs, [*inputs, *map(sidecar_path, inputs)])
     if out and markdown and (same_file(out, markdown) or same_file(meta_path(out), markdown)):
         raise HarnessError(f"--markdown {markdown} is where --out writes: give each its own file")
-    refuse_foreign("--out", out, lambda head: head.lstrip(b'"').startswith(b"kernel") and b"golden_us" in head,
-                   "a comparison (harness compare's CSV)")  # fmt: skip
+    if out:
+        from harness.history.record import kind_of
+
+        refuse_foreign("--out", out, lambda p: kind_of(p) == "compare", "a comparison (harness compare's CSV)")
     if markdown:
         from harness.render.vocabulary import MARKDOWN_MARKER
 
-        refuse_foreign(
-            "--markdown", markdown, lambda h: h.startswith(MARKDOWN_MARKER.encode()), "harness compare's markdown"
-        )
+        def marked(p: Path) -> bool:
+            with p.open("rb") as f:
+                return f.readline().startswith(MARKDOWN_MARKER.encode())
+
+        refuse_foreign("--markdown", markdown, marked, "harness compare's markdown")
     for option, path in outputs.items():
         if path is not None:
             check_writable(option, path)

@@ -289,16 +289,13 @@ def _evidence(
     def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return tuple(_rep_texts(df, rows[near]) for df, rows in sides)
 
-    counted = tuple(
-        np.asarray(_col(df, "reps", rows, np.nan) if "reps" in df.columns else np.full(len(rows), np.nan), dtype=float)
-        for df, rows in sides
-    )
+    n_reps = tuple(_col(df, "reps", rows, np.nan) for df, rows in sides)  # NaN where a file has no reps column
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
         clocks = (_col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan))
     spreads = [_col(df, "spread_pct", rows, np.nan) for df, rows in sides]
     looked = unbounded((j.gsc == u) | (j.tsc == u), *spreads)
-    ev = assess(gu, tu, vcode, rule, looked, rep_texts, counted, clocks, process_pct)
+    ev = assess(gu, tu, vcode, rule, looked, rep_texts, n_reps, clocks, process_pct)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
@@ -450,8 +447,8 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
         return ""
     r = j.iloc[0]
     return (
-        f"{counted(len(j), 'case')} {'was' if len(j) == 1 else 'were'} timed on different GPUs under golden and TOT (e.g. {r['kernel']}/{r['case_id']}: "
-        f"{r['gpu_g']} vs {r['gpu_t']}); {SAME_GPU_WHY}"
+        f"{counted(len(j), 'case')} {'was' if len(j) == 1 else 'were'} timed on different GPUs under golden and "
+        f"TOT (e.g. {r['kernel']}/{r['case_id']}: {r['gpu_g']} vs {r['gpu_t']}); {SAME_GPU_WHY}"
     )
 
 
@@ -481,9 +478,11 @@ def compare_files(
         except HarnessError as err:  # which option named the file: it may be anything
             raise HarnessError(f"--aa: {err}") from None
     genv, tenv = gdf.attrs.get("env", {}), tdf.attrs.get("env", {})
-    sigma_rows = None
+    sigma_rows, aa_warnings = None, []
     if adf is not None:
-        check_aa_env(genv, adf.attrs.get("env", {}), aa)
+        aenv = adf.attrs.get("env", {})
+        check_aa_env(genv, aenv, aa)
+        aa_warnings = [w for w in (apart(genv, aenv, aa),) if w]
         sigma_rows, noise = aa_sigma(gdf, adf, rule, str(aa))
     table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows)
     record: dict[str, Any] = {}
@@ -492,9 +491,7 @@ def compare_files(
         table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
-    warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w]
-    if adf is not None:
-        warnings += [w for w in (apart(genv, adf.attrs.get("env", {}), aa),) if w]
+    warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w] + aa_warnings
     return Comparison(
         table=table,
         rule=rule,
