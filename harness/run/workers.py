@@ -3,6 +3,7 @@ Python, asked one request at a time over stdin, answering on a dedicated pipe; k
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -187,7 +188,7 @@ class WorkerPool:
         extra_env: dict[str, str] | None = None,
     ) -> None:
         """Start the worker that ``start_worker`` with these arguments will take, without waiting for its hello
-        (``take`` waits for it), unless an idle one is kept. The envs of an interleaved run import torch and
+        (``start_worker`` asks it), unless an idle one is kept. The envs of an interleaved run import torch and
         Triton at the same time this way, not one after the other. Workers of one key are taken in the order
         they were started."""
         key = _key(*_command(spec, timing, extra_env), wrap)
@@ -195,11 +196,12 @@ class WorkerPool:
             w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
             self._starting.setdefault(key, []).append(w)
 
+    def started(self, key: tuple) -> WorkerProc | None:
+        """The first worker started ahead with ``key``, not yet asked its hello, out of the pool; None if none."""
+        return self._starting[key].pop(0) if self._starting.get(key) else None
+
     def take(self, key: tuple) -> tuple[WorkerProc, dict[str, Any]] | None:
-        """An idle worker with ``key`` and its hello's info, out of the pool; None if there is none (or it died,
-        or a worker still starting did not start: the caller starts its own and reports why)."""
-        if self._starting.get(key):
-            return _hello(self._starting[key].pop(0))
+        """An idle worker with ``key`` and its hello's info, out of the pool; None if there is none (or it died)."""
         w, info = self._idle.pop(key, (None, {}))
         if w is None or not w.alive():
             if w is not None:
@@ -236,17 +238,6 @@ class WorkerPool:
         self.close()
 
 
-def _hello(w: WorkerProc) -> tuple[WorkerProc, dict[str, Any]] | None:
-    try:
-        hello = w.request({"op": "hello"}, timeout=300)
-    except (WorkerDied, WorkerTimeout):
-        hello = {}
-    if hello.get("status") != "ok":
-        w.kill()
-        return None
-    return w, hello["info"]
-
-
 def start_worker(
     spec: EnvSpec,
     timing: str,
@@ -257,14 +248,26 @@ def start_worker(
     pool: WorkerPool | None = None,
 ) -> tuple[WorkerProc, dict[str, Any]]:
     """A started worker and its ``hello`` (versions, GPU); HarnessError, naming the env, when it cannot start.
-    With ``pool``: an idle worker of the same command and environment from it, if it has one."""
-    kept = pool.take(_key(*_command(spec, timing, extra_env), wrap)) if pool is not None else None
-    if kept is not None:
-        w, info = kept
-        if w.mem_budget == mem_budget or w.configure(mem_budget=mem_budget):
-            return kept
-        w.close()
+    With ``pool``: the worker it started ahead for this command and environment (WorkerPool.start_ahead), else an
+    idle one of them it keeps, else a new one."""
+    key = _key(*_command(spec, timing, extra_env), wrap)
+    ahead = pool.started(key) if pool is not None else None  # started for this very run: its log is this run's
+    if ahead is not None:
+        with contextlib.suppress(HarnessError):  # it did not start: a new one does, or says why it cannot
+            return ahead, _hello(ahead, spec)
+    else:
+        kept = pool.take(key) if pool is not None else None
+        if kept is not None:
+            w, info = kept
+            if w.mem_budget == mem_budget or w.configure(mem_budget=mem_budget):
+                return kept
+            w.close()
     w = WorkerProc(spec, timing, log_dir, wrap=wrap, mem_budget=mem_budget, extra_env=extra_env)
+    return w, _hello(w, spec)
+
+
+def _hello(w: WorkerProc, spec: EnvSpec) -> dict[str, Any]:
+    """The started worker's ``hello`` info; HarnessError, naming the env, when it did not start (it is killed)."""
     try:
         hello = w.request({"op": "hello"}, timeout=300)
     except (WorkerDied, WorkerTimeout) as err:
@@ -274,4 +277,4 @@ def start_worker(
     if hello.get("status") != "ok":
         w.kill()
         raise HarnessError(f"env {spec.name}: {hello.get('error', 'worker failed').splitlines()[0]}")
-    return w, hello["info"]
+    return hello["info"]
