@@ -52,6 +52,17 @@ _SPEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _RELEASE = re.compile(r"\d+(?:\.\d+){1,3}(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?")
 
 
+def variables(value: str) -> list[str]:
+    """The names of the variables ``value`` refers to, in order (``$NAME``, ``${NAME}``, ``${NAME:-default}``;
+    ``$$`` is none)."""
+    names = []
+    for m in _REF.finditer(value):
+        b = _BRACED.fullmatch(m["braced"]) if m["braced"] is not None else None
+        if m["bare"] or b is not None:
+            names.append(m["bare"] or b["var"])
+    return names
+
+
 def expand(value: str, where: str, environ: Mapping[str, str]) -> str:
     """``value`` with its variables substituted (see the module docstring); unset ones raise, naming ``where``."""
 

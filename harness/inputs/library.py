@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.envs.schema import expand
+from harness.envs.schema import expand, variables
 from harness.errors import HarnessError, unknown_key
 
 LIBRARY_KEYS = ("path", "package", "init", "configs")
@@ -111,7 +111,7 @@ def _checkout(value: str, where: str, base: Path, env: dict[str, str]) -> Path:
     is a folder that does not exist."""
     expanded = expand(value, where, env).strip()
     if not expanded:
-        names = [f"${{{v}}}" for v in _variables(value)]
+        names = [f"${{{v}}}" for v in variables(value)]
         empty = f" ({', '.join(names)} {'is' if len(names) == 1 else 'are'} empty)" if names else ""
         raise HarnessError(f"{where}: {value!r} expands to nothing{empty}")
     path = (base / os.path.expanduser(expanded)).resolve()
@@ -120,8 +120,3 @@ def _checkout(value: str, where: str, base: Path, env: dict[str, str]) -> Path:
     if not path.is_dir():
         raise HarnessError(f"{where}: {path} is not a folder (path is the folder that holds the package)")
     return path
-
-
-def _variables(value: str) -> list[str]:
-    """The names of the variables ``value`` refers to (``$NAME``, ``${NAME}``, ``${NAME:-default}``)."""
-    return re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", value.replace("$$", ""))

@@ -4,10 +4,12 @@ overwrite one of them (``--out cpu.yaml``) before anything is measured."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import yaml
 
+from harness.fsutil import same_file
 from harness.inputs.suite import Case
 
 
@@ -40,14 +42,11 @@ def _walk(p: Path, what: str, found: dict[Path, str]) -> None:
             found.setdefault((p.parent / zipped).resolve(), f"a shapes file of the suite (zip: in {p.name})")
 
 
-def same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file (through links too, where both exist)."""
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
-        return False
-
-
 def what_it_is(out: Path, inputs: dict[Path, str]) -> str | None:
-    """What ``out`` is among ``inputs`` (a resolved path → what), or None when it is none of them."""
-    return next((what for p, what in inputs.items() if same_file(out, p)), None)
+    """What ``out`` is among ``inputs`` (a resolved path → what), or None when it is none of them (or cannot be
+    told: a path it may not look at)."""
+    for p, what in inputs.items():
+        with contextlib.suppress(OSError):
+            if same_file(out, p):
+                return what
+    return None
