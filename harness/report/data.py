@@ -27,17 +27,13 @@ class Run:
     env: dict[str, Any] = field(default_factory=dict)
 
     def kernel(self, name: str) -> dict[str, Any]:
-        """The kernel's summary (harness/kernel_api/spec.py KernelSpec.summary): from the sidecar, else from the shipped
-        kernel of that name (version 1 files), else {}."""
+        """The kernel's summary (harness/kernel_api/spec.py KernelSpec.summary): from the sidecar, else from its
+        SPEC (:meth:`_spec`: version 1 files name none), else {}."""
         found = (self.env.get("kernels") or {}).get(name)
         if found:
             return found
-        try:
-            from harness.inputs.kernel import load_kernel
-
-            return load_kernel(name).spec.summary()
-        except HarnessError:
-            return {}
+        spec = self._spec(name)
+        return spec.summary() if spec is not None else {}
 
     def link_bytes(self, d: pd.DataFrame) -> pd.Series:
         """What one rank sent to its peers over the GPU links in each row of ``d`` (rows of this run), from its
@@ -54,6 +50,8 @@ class Run:
         return out
 
     def _spec(self, name: str) -> Any:
+        """The kernel's SPEC, read (not imported) from the file the sidecar names, else the shipped kernel of that
+        name; None when neither can be read here."""
         from harness.inputs.kernel import load_kernel
 
         source = (self.env.get("kernel_sources") or {}).get(name)
