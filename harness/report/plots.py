@@ -89,25 +89,23 @@ def plot_roofline(runs: list[Run], peaks: dict[str, float], gpu_label: str) -> b
     import matplotlib.pyplot as plt
 
     points = [(run, _rated(timed(run.df))) for run in runs]
-    linked = [(run, d.assign(link=run.link_bytes(d))) for run, d in points if (d["gpus"] > 1).any()]
-    linked = [(run, d[d["link"] > 0]) for run, d in linked if peaks.get("nvlink_gbs")]
-    linked = [(run, d) for run, d in linked if len(d)]
+    multi = [(run, d[d["gpus"].gt(1)]) for run, d in points] if peaks.get("nvlink_gbs") else []
+    linked = [(run, d.assign(link=run.link_bytes(d))) for run, d in multi if len(d)]  # SPECs read for those alone
+    linked = [(run, d[d["link"].gt(0)]) for run, d in linked if d["link"].gt(0).any()]
     fig, axes = plt.subplots(1, 2 if linked else 1, figsize=(16 if linked else 9, 5.5), squeeze=False)
     kernels = sorted({k for r in runs for k in r.df["kernel"].unique()})
     roofs = set().union(*(set(d.get("peak", pd.Series(dtype=str)).fillna("").astype(str)) for _, d in points))
     ax = axes[0, 0]
     xs = _points(ax, [(run, d, d["intensity"]) for run, d in points], kernels)
-    _roofs(ax, peaks, roofs, xs)
+    bw = peaks.get("hbm_tbs") or 0.0
+    _roofs(ax, peaks, roofs, xs, bw, f"HBM roof: {bw:g} TB/s", f"{bw:g} TB/s")
     ax.set_xlabel("arithmetic intensity (FLOP / HBM byte, one GPU)")
     ax.set_title(f"Roofline — {gpu_label or 'unknown GPU: no ceilings'}")
     if linked:
         ax = axes[0, 1]
         xs = _points(ax, [(run, d, d["flops"] / d["gpus"] / d["link"]) for run, d in linked], kernels)
-        link = peaks["nvlink_gbs"] / 1000.0  # TB/s: TFLOPS = TB/s x FLOP/byte
-        ax.plot(xs, link * xs, lw=1.0, ls=":", color="black", label=f"NVLink roof: {peaks['nvlink_gbs']:g} GB/s")
-        for key in sorted(roofs - {"memory", ""}):
-            if peaks.get(key):
-                ax.plot(xs, np.minimum(peaks[key], link * xs), lw=1.2, ls="--", label=f"roof {key}: {peaks[key]:g}")
+        gbs = peaks["nvlink_gbs"]  # GB/s; / 1000: TB/s, as TFLOPS = TB/s x FLOP/byte
+        _roofs(ax, peaks, roofs, xs, gbs / 1000.0, f"NVLink roof: {gbs:g} GB/s", f"{gbs:g} GB/s NVLink")
         ax.set_xlabel("FLOP / byte a GPU sends over NVLink (multi-GPU cases)")
         ax.set_title("NVLink roofline (world size > 1)")
     for ax in axes[0]:
@@ -141,15 +139,24 @@ def _points(ax, series: list[tuple[Run, pd.DataFrame, pd.Series]], kernels: list
     return np.geomspace(xmin, xmax, 200)
 
 
-def _roofs(ax, peaks: dict[str, float], wanted: set[str], xs: np.ndarray) -> None:  # noqa: ANN001 - an Axes
-    bw = peaks.get("hbm_tbs")
+def _roofs(
+    ax,  # noqa: ANN001 - an Axes
+    peaks: dict[str, float],
+    wanted: set[str],
+    xs: np.ndarray,
+    bw: float | None,
+    label: str,
+    under: str,
+) -> None:
+    """A bandwidth roof (``bw`` TB/s, HBM or a link; none without it) and, under it, the compute roof of each peak
+    the rows name (``wanted``); ``label`` names the bandwidth roof, ``under`` the bandwidth in the others'."""
     if not bw:
         return
-    ax.plot(xs, bw * xs, lw=1.0, ls=":", color="black", label=f"HBM roof: {bw:g} TB/s")
+    ax.plot(xs, bw * xs, lw=1.0, ls=":", color="black", label=label)
     for key in sorted({kernel_ceiling(p, peaks)[0] for p in wanted} - {"memory"}):
         peak = peaks.get(key)
         if peak:
-            ax.plot(xs, np.minimum(peak, bw * xs), lw=1.2, ls="--", label=f"roof {key}: {peak:g} TFLOPS, {bw:g} TB/s")
+            ax.plot(xs, np.minimum(peak, bw * xs), lw=1.2, ls="--", label=f"roof {key}: {peak:g} TFLOPS, {under}")
 
 
 def _rate(dk: pd.DataFrame) -> tuple[str, str, str]:
