@@ -126,16 +126,14 @@ def compare(
         load_calibration(calibration)
     _arrow_allocator()
     prefetch(golden, tot)  # Arrow reads both files while pandas and the compare stage are imported
-    from rich.markup import escape
-
     from harness.compare.compare import compare_files
     from harness.compare.store import write_compare
-    from harness.render.terminal import print_comparison, stderr
+    from harness.render.terminal import print_comparison, warn
 
     cmp = compare_files(golden, tot, rule, unstable=unstable, aa=aa)
     _calibrate(cmp, calibration, not no_calibration)
     for w in cmp.warnings:
-        stderr().print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True, highlight=False)  # paths stay whole
+        warn(w)
     with ThreadPoolExecutor(1) as pool:  # Arrow formats the CSV without the GIL while rich lays out the summary
         written = pool.submit(write_compare, cmp, out) if out else None
         print_comparison(cmp, worst=worst)

@@ -99,7 +99,7 @@ def run(
     from harness.envs.venv import check_venv
     from harness.inputs import configarch
     from harness.render.progress import console_driver
-    from harness.render.terminal import stderr
+    from harness.render.terminal import stderr, warn
     from harness.run.options import RunOptions
     from harness.run.orchestrate import previous_times, selected_cases, write_empty_parts
     from harness.run.precompile import default_compile_jobs
@@ -117,7 +117,8 @@ def run(
     previous = previous_times(times) if times else None
     cases = selected_cases(suite, kernel, filter_, shard, previous, config_arch)
     _check_outputs_are_not_inputs(runs, suite, cases, times, calibration)
-    _warn(configarch.check(cases, config_arch, suite))  # refuses an arch no case has a config file for
+    for line in configarch.check(cases, config_arch, suite):  # refuses an arch no case has a config file for
+        warn(line)
     records, check_worker = _calibration(calibration, cases, str(suite)) if calibration else ({}, None)
     opts = RunOptions(
         reps=reps,
@@ -213,17 +214,6 @@ def _check_outputs_are_not_inputs(
             raise HarnessError(f"{'--out' if k == 0 else '--with-out'} {out} is {what}: choose another results file")
 
 
-def _warn(lines: list[str]) -> None:
-    """Warnings said before anything runs, one line each."""
-    if lines:
-        from rich.markup import escape
-
-        from harness.render.terminal import stderr
-
-        for line in lines:
-            stderr().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
-
-
 def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:
     """The rule re-measuring referees with (compare's options, one definition): one that is not AITER's without
     re-measuring would change nothing, and is refused rather than silently recorded nowhere."""
@@ -252,11 +242,9 @@ def _calibration(path: Path, cases: list, suite: str) -> tuple[dict, Callable[[d
         warning = check_gpu(meta, info.get("gpu"), what, "this run measures on")
         if warning and warning not in said:
             said.add(warning)
-            from rich.markup import escape
+            from harness.render.terminal import warn
 
-            from harness.render.terminal import stderr
-
-            stderr().print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True, highlight=False)
+            warn(warning)
 
     return {"calibration": calibration_record(table, meta, path)}, check
 

@@ -49,6 +49,11 @@ def stderr() -> Console:
     return Console(stderr=True, highlight=False, emoji=False)
 
 
+def warn(message: str) -> None:
+    """One warning on stderr, never hard-wrapped (a path cut at the terminal's width cannot be pasted)."""
+    stderr().print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True, highlight=False)
+
+
 def plain_table(title: str, gap: int = 2) -> Table:
     """A table without borders, ``gap`` (1 or 2) spaces between columns (SIMPLE_HEAD's divider is one)."""
     return Table(
