@@ -5,7 +5,8 @@
 #
 #   lab/gpu_validation/run.sh STEP...
 #     correctness | suite | aa | fidelity | all   the committed single-GPU comparison (all: those four)
-#     suite-il, aa-il, three-way                  the same with reps interleaved (three-way: golden, TOT, golden)
+#     suite-il, aa-il, three-way                  the same with reps interleaved (three-way: golden, TOT, golden;
+#                                                 RUN_ARGS: more run options, e.g. --gpus all)
 #     sweep, pick                                 golden config sweeps of SWEEPS (suites/sweep_sm90_*), then
 #                                                 tune_pick.py into CONFIGS (a copy of kernels/configs)
 #     vendor                                      benchmarks/vendor_baseline.py (golden), FAMILIES
@@ -83,7 +84,7 @@ for step in "$@"; do
     suite-il)  # golden and TOT in one run, reps interleaved in time (both stacks see the same GPU state)
       stamp "run golden+tot interleaved start"
       hrun --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
-        --suite "$SUITE" --resume --artifacts 2>&1 | tail -3
+        --suite "$SUITE" --resume --artifacts ${RUN_ARGS:-} 2>&1 | tail -3
       stamp "run golden+tot interleaved end"
       h compare "$R/golden.csv" "$R/tot.csv" --out "$R/compare.csv" --markdown "$R/compare.md" --worst 15 \
         | tee "$R/compare.txt" | tail -25
@@ -91,7 +92,7 @@ for step in "$@"; do
     three-way)  # golden, TOT and golden again in one run, reps interleaved: golden vs TOT and its A/A together
       stamp "run golden+tot+golden interleaved start"
       hrun --env envs/golden.yaml --out "$R/golden.csv" --with-env envs/tot.yaml --with-out "$R/tot.csv" \
-        --with-env envs/golden.yaml --with-out "$R/golden-aa.csv" --suite "$SUITE" --resume --artifacts 2>&1 | tail -4
+        --with-env envs/golden.yaml --with-out "$R/golden-aa.csv" --suite "$SUITE" --resume --artifacts ${RUN_ARGS:-} 2>&1 | tail -4
       stamp "run golden+tot+golden interleaved end"
       compare_with_aa "$R" golden tot golden-aa
       grep -E "cases|regressions|improvement|nothing" "$R/compare.txt" "$R/compare-aa.txt" | head -20 || true
