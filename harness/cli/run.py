@@ -239,7 +239,8 @@ def _calibration(path: Path, cases: list, suite: str) -> tuple[dict, Callable[[d
     said: set[str] = set()
 
     def check(info: dict) -> None:
-        warning = check_gpu(meta, info.get("gpu"), what, "this run measures on")
+        # rank 0's GPU, the one the sidecar names: a group's ``gpus`` are not a merge's
+        warning = check_gpu(meta, {"gpu": info.get("gpu")}, what, "this run measures on")
         if warning and warning not in said:
             said.add(warning)
             from harness.render.terminal import warn

@@ -11,15 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.notes import gpu_field, gpu_uuid
 from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
 from harness.compare.rule import Rule
 from harness.errors import HarnessError, counted
+from harness.results.gpu import gpu_name, gpu_uuid
 
 #: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
 SAME_AS_GOLDEN = (
     ("suite", lambda e: Path(str(e.get("suite") or "")).name),
-    ("GPU", lambda e: gpu_field(e, "name")),
+    ("GPU", gpu_name),
     ("GPU", lambda e: "GPU-" + gpu_uuid(e) if gpu_uuid(e) else ""),
     ("Triton", lambda e: _triton(e)),
     ("library checkout", lambda e: _libraries(e)),

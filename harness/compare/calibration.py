@@ -15,6 +15,7 @@ import pandas as pd
 from harness.compare.rule import Rule
 from harness.errors import HarnessError
 from harness.fsutil import file_sha256
+from harness.results.gpu import gpu_name, gpu_uuid, several_gpus
 
 CALIBRATION_COLUMNS = (
     "kernel",
@@ -119,30 +120,18 @@ def record_table(record: Any, what: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     return _checked(df, what), meta if isinstance(meta, dict) else {}
 
 
-def calibration_gpu(meta: dict[str, Any]) -> tuple[str, str]:
-    """(model, UUID) of the GPU a calibration was made on, '' where its metadata does not say (a CPU run)."""
-    return _gpu(meta.get("gpu"))
-
-
-def _gpu(gpu: Any) -> tuple[str, str]:
-    gpu = gpu if isinstance(gpu, dict) else {}
-    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
-    name = str(gpu.get("name") or before.get("name") or "").strip()
-    uuid = str(gpu.get("uuid") or "").strip().lower().removeprefix("gpu-")
-    return ("" if name.startswith("[") else name), uuid
-
-
-def check_gpu(meta: dict[str, Any], gpu: Any, what: str, where: str) -> str:
-    """A calibration used with results measured on ``gpu`` (a sidecar's or a worker's ``gpu``): another GPU
-    *model* is refused (one line: its figures are that model's noise), another GPU of the same model is a warning
-    (returned; '' when they agree or either does not say). ``what``: the calibration; ``where``: the results,
-    as "TOT ran on"."""
-    (cal_name, cal_uuid), (name, uuid) = calibration_gpu(meta), _gpu(gpu)
+def check_gpu(meta: dict[str, Any], env: dict[str, Any], what: str, where: str) -> str:
+    """A calibration used with results measured on ``env``'s GPU (a sidecar, or anything holding its ``gpu``):
+    another GPU *model* is refused (one line: its figures are that model's noise), another GPU of the same model is
+    a warning (returned; '' when they agree, either does not say, or ``env`` merges several GPUs' results).
+    ``what``: the calibration; ``where``: the results, as "TOT ran on"."""
+    cal_name, name = gpu_name(meta), gpu_name(env)
     if cal_name and name and cal_name != name:
         raise HarnessError(
             f"{what}: calibrated on {cal_name} but {where} {name}: a calibration holds for the GPU model it was "
             "made on (harness calibrate on this one)"
         )
+    cal_uuid, uuid = gpu_uuid(meta), "" if several_gpus(env) else gpu_uuid(env)
     if cal_uuid and uuid and cal_uuid != uuid:
         return (
             f"{what}: calibrated on another {cal_name or 'GPU'} (GPU-{cal_uuid}) than {where} (GPU-{uuid}): its "
@@ -224,9 +213,8 @@ def calibrate_comparison(cmp: Any, cal: pd.DataFrame, meta: dict[str, Any], rec:
     calibrated and how many of them cannot resolve the rule (the metadata's ``calibration``)."""
     source = rec.get("source")
     what = f"--calibration {rec.get('path')}" if source == "--calibration" else f"{rec.get('path')} (from {source})"
-    env = cmp.tot_env if _gpu(cmp.tot_env.get("gpu"))[0] else cmp.golden_env
-    gpu = env.get("gpu") if len(env.get("gpus") or []) <= 1 else {"name": _gpu(env.get("gpu"))[0]}
-    warning = check_gpu(meta, gpu, what, "TOT ran on" if env is cmp.tot_env else "golden ran on")
+    env = cmp.tot_env if gpu_name(cmp.tot_env) else cmp.golden_env
+    warning = check_gpu(meta, env, what, "TOT ran on" if env is cmp.tot_env else "golden ran on")
     n = check_cases(cal, cmp.table["kernel"], cmp.table["case_id"], what, "compared")
     cmp.table = apply_calibration(cmp.table, cal, cmp.rule)
     compared = cmp.table[["kernel", "case_id"]].astype(str)

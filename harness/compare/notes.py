@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from harness.compare.rule import Rule, is_verdict
+from harness.results.gpu import gpu_name, gpu_uuid, several_gpus
 
 
 def first_line(error: str, limit: int = 300) -> str:
@@ -99,32 +100,13 @@ SAME_GPU_WHY = (
 )
 
 
-def gpu_field(env: dict, key: str) -> str:
-    """A sidecar's GPU ``key`` (name, uuid), from ``gpu`` or its ``before`` state; '' where nvidia-smi said [N/A]."""
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    before = gpu.get("before") if isinstance(gpu.get("before"), dict) else {}
-    v = gpu.get(key) or before.get(key) or ""
-    v = str(v).strip()
-    return "" if v.startswith("[") else v  # nvidia-smi's [N/A] / [Not Supported]
-
-
-def gpu_uuid(env: dict) -> str:
-    """A sidecar's GPU UUID, lower case, without nvidia-smi's ``GPU-`` prefix; '' where it does not say."""
-    return gpu_field(env, "uuid").lower().removeprefix("gpu-")
-
-
-def _several_gpus(env: dict) -> bool:
-    parts = env.get("parts") or []
-    return len(env.get("gpus") or []) > 1 or len({str(p.get("host")) for p in parts if isinstance(p, dict)}) > 1
-
-
 def other_gpu(golden_env: dict, tot_env: dict) -> str:
     """A warning when the two sidecars name different GPUs (model, UUID) or hosts, saying why that matters;
     ``''`` when they agree or do not record it (older files, CPU runs have no UUID)."""
-    gg, tg = gpu_field(golden_env, "name"), gpu_field(tot_env, "name")
+    gg, tg = gpu_name(golden_env), gpu_name(tot_env)
     if gg and tg and gg != tg:
         return f"golden and TOT ran on different GPUs: {gg} vs {tg}"
-    if _several_gpus(golden_env) or _several_gpus(tot_env):
+    if several_gpus(golden_env) or several_gpus(tot_env):
         return ""  # merged from parts on several GPUs: the sidecar names only the first; the rows' gpu column decides
     gu, tu = gpu_uuid(golden_env), gpu_uuid(tot_env)
     gh, th = str(golden_env.get("host") or ""), str(tot_env.get("host") or "")

@@ -118,20 +118,51 @@ def test_a_malformed_record_is_one_line_naming_where(record, says):
 
 def test_gpu_and_case_checks():
     meta = {"gpu": H100}
-    assert check_gpu(meta, H100, "C", "TOT ran on") == "" and check_gpu({}, H100, "C", "TOT ran on") == ""
+    assert check_gpu(meta, meta, "C", "TOT ran on") == "" and check_gpu({}, meta, "C", "TOT ran on") == ""
     with pytest.raises(HarnessError, match="C: calibrated on NVIDIA H100 80GB HBM3 but TOT ran on NVIDIA H200"):
-        check_gpu(meta, {"name": "NVIDIA H200", "uuid": "GPU-1"}, "C", "TOT ran on")
-    w = check_gpu(meta, {**H100, "uuid": "GPU-2"}, "C", "TOT ran on")
+        check_gpu(meta, {"gpu": {"name": "NVIDIA H200", "uuid": "GPU-1"}}, "C", "TOT ran on")
+    w = check_gpu(meta, {"gpu": {**H100, "uuid": "GPU-2"}}, "C", "TOT ran on")
     assert (
         w
         == "C: calibrated on another NVIDIA H100 80GB HBM3 (GPU-1) than TOT ran on (GPU-2): its figures are that GPU's"
     )
-    no_model = check_gpu(meta, {"uuid": "GPU-2"}, "C", "TOT ran on")  # no model named: the UUIDs still tell
+    no_model = check_gpu(meta, {"gpu": {"uuid": "GPU-2"}}, "C", "TOT ran on")  # no model named: the UUIDs still tell
     assert no_model.startswith("C: calibrated on another")
     cal = pd.DataFrame({"kernel": ["k", "k"], "case_id": ["a", "b"]})
     assert check_cases(cal, ["k", "k", "j"], ["a", "c", "a"], "C", "compared") == 1
     with pytest.raises(HarnessError, match=r"C: calibrates none of the 2 cases compared \(it holds 2, e.g. k/a\)"):
         check_cases(cal, ["j", "j"], ["a", "b"], "C", "compared")
+
+
+def test_the_gpu_check_reads_uuids_as_compare_does():
+    """The calibration's GPU check reads a sidecar as other_gpu and --aa do: a UUID that torch did not give is read
+    from nvidia-smi's ``before`` state (it used to be skipped, so another GPU passed unsaid), and [N/A] is unknown
+    (it used to be a UUID: [N/A] vs a real one warned of another GPU, [N/A] vs [N/A] matched)."""
+    meta = {"gpu": {**H100, "uuid": "1"}}  # torch's form: no GPU- prefix
+    smi_only = {"gpu": {"name": H100["name"], "before": {"uuid": "GPU-2"}}}
+    assert check_gpu(meta, smi_only, "C", "TOT ran on").startswith("C: calibrated on another NVIDIA H100")
+    assert check_gpu(meta, {"gpu": {"name": H100["name"], "before": {"uuid": "GPU-1"}}}, "C", "TOT ran on") == ""
+    unknown = {"gpu": {**H100, "uuid": "[N/A]", "before": {"uuid": "[N/A]"}}}
+    assert check_gpu(meta, unknown, "C", "TOT ran on") == "" and check_gpu(unknown, meta, "C", "TOT ran on") == ""
+    h200 = {"gpu": {"name": "NVIDIA H200", "uuid": "[N/A]"}}
+    with pytest.raises(HarnessError, match="calibrated on NVIDIA H100 80GB HBM3 but TOT ran on NVIDIA H200"):
+        check_gpu(unknown, h200, "C", "TOT ran on")  # an unknown UUID: the model still tells
+    assert check_gpu({"gpu": {"name": "[N/A]", "uuid": "1"}}, h200, "C", "TOT ran on") == ""
+
+
+def test_compare_warns_of_another_gpu_named_by_nvidia_smi_alone(tmp_path, capsys):
+    g, t, _ = write_pair(tmp_path, lambda rec: {}, lambda rec: {"calibration": rec})
+    side = t.with_name("t.csv.env.json")
+    env = json.loads(side.read_text())
+    env["gpu"] = {"name": H100["name"], "before": {"uuid": "GPU-2"}}
+    side.write_text(json.dumps(env))
+    rc, _, err = cli(capsys, "compare", g, t)
+    assert rc == 0, err
+    assert "calibrated on another NVIDIA H100 80GB HBM3 (GPU-1) than TOT ran on (GPU-2)" in " ".join(err.split())
+    env["gpu"] = {**H100, "uuid": "[N/A]"}
+    side.write_text(json.dumps(env))
+    rc, _, err = cli(capsys, "compare", g, t)
+    assert rc == 0 and "calibrated on another" not in err, err
 
 
 def test_compare_judges_with_the_calibration_a_sidecar_records(pair, tmp_path, capsys):
