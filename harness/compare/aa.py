@@ -14,13 +14,13 @@ import pandas as pd
 from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
 from harness.compare.rule import Rule
 from harness.errors import HarnessError, counted
-from harness.results.gpu import gpu_name, gpu_uuid
+from harness.results.gpu import gpu_name, gpu_uuid, rows_on_other_gpus, several_gpus
 
 #: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
 SAME_AS_GOLDEN = (
     ("suite", lambda e: Path(str(e.get("suite") or "")).name),
     ("GPU", gpu_name),
-    ("GPU", lambda e: "GPU-" + gpu_uuid(e) if gpu_uuid(e) else ""),
+    ("GPU", lambda e: _one_gpu(e)),
     ("Triton", lambda e: _triton(e)),
     ("library checkout", lambda e: _libraries(e)),
 )
@@ -49,6 +49,12 @@ def apart(golden_env: dict[str, Any], aa_env: dict[str, Any], aa: str | os.PathL
             "is that run's")  # fmt: skip
 
 
+def _one_gpu(env: dict[str, Any]) -> str:
+    # a merged sidecar's UUID is its first part's, not every row's: check_aa_gpus compares those, case by case
+    uuid = "" if several_gpus(env) else gpu_uuid(env)
+    return f"GPU-{uuid}" if uuid else ""
+
+
 def _triton(env: dict[str, Any]) -> str:
     t = env.get("triton") if isinstance(env.get("triton"), dict) else {}
     return " at ".join(str(t[k]) for k in ("version", "path") if t.get(k))
@@ -74,7 +80,7 @@ def check_aa_path(aa: str | os.PathLike[str], golden: str | os.PathLike[str], to
 def check_aa_env(golden_env: dict[str, Any], aa_env: dict[str, Any], aa: str | os.PathLike[str]) -> None:
     """Refuse an A/A whose sidecar names another suite, GPU (model or physical GPU) or Triton than golden's: its
     deltas would measure that difference, not two processes of golden's stack. Fields a sidecar does not record
-    are not compared."""
+    are not compared, nor the physical GPU of results merged from several (check_aa_gpus compares their rows)."""
     for what, read in SAME_AS_GOLDEN:
         g, a = read(golden_env), read(aa_env)
         if g and a and g != a:
@@ -82,6 +88,19 @@ def check_aa_env(golden_env: dict[str, Any], aa_env: dict[str, Any], aa: str | o
                 f"--aa {aa}: another {what} than golden's ({a} vs {g}): an A/A is golden's stack measured again "
                 "in the same run, on the same GPU"
             )
+
+
+def check_aa_gpus(golden: pd.DataFrame, aa: pd.DataFrame, aa_name: str | os.PathLike[str]) -> None:
+    """Refuse an A/A whose rows time a case on another GPU than golden's rows do (their ``gpu`` column): what
+    check_aa_env cannot see of results merged from several GPUs, whose sidecars name only one."""
+    j = rows_on_other_gpus(aa, golden)
+    if len(j):
+        r = j.iloc[0]
+        raise HarnessError(
+            f"--aa {aa_name}: {counted(len(j), 'case')} timed on another GPU than golden's (e.g. {r['kernel']}/"
+            f"{r['case_id']}: {r['gpu']} vs {r['gpu_other']}): an A/A is golden's stack measured again in the same "
+            "run, on the same GPU"
+        )
 
 
 def aa_sigma(golden: pd.DataFrame, aa: pd.DataFrame, rule: Rule, aa_name: str) -> tuple[np.ndarray, pd.DataFrame]:

@@ -24,6 +24,7 @@ from harness.compare.notes import (
 from harness.compare.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
 from harness.errors import HarnessError, counted
 from harness.results.fastread import blank
+from harness.results.gpu import rows_on_other_gpus
 from harness.results.load import case_key, load_results, params_of
 from harness.results.schema import STATUSES, TIMED_STATUSES
 
@@ -435,20 +436,13 @@ def worst_first(table: pd.DataFrame) -> np.ndarray:
 def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
     """A warning when some case's golden and TOT rows name different physical GPUs (their ``gpu`` column), ''
     otherwise: merged results may hold many GPUs, but each case must have both stacks on one."""
-    if "gpu" not in golden.columns or "gpu" not in tot.columns:
-        return ""
-    if not (golden["gpu"].astype(str).str.len().any() and tot["gpu"].astype(str).str.len().any()):
-        return ""  # no row names a GPU (CPU runs, older files): nothing to check, and no join to pay for
-    g = golden[["kernel", "case_id", "gpu"]]
-    t = tot[["kernel", "case_id", "gpu"]]
-    j = g.merge(t, on=["kernel", "case_id"], suffixes=("_g", "_t"))
-    j = j[(j["gpu_g"].astype(str) != "") & (j["gpu_t"].astype(str) != "") & (j["gpu_g"] != j["gpu_t"])]
+    j = rows_on_other_gpus(golden, tot)
     if j.empty:
         return ""
     r = j.iloc[0]
     return (
         f"{counted(len(j), 'case')} {'was' if len(j) == 1 else 'were'} timed on different GPUs under golden and "
-        f"TOT (e.g. {r['kernel']}/{r['case_id']}: {r['gpu_g']} vs {r['gpu_t']}); {SAME_GPU_WHY}"
+        f"TOT (e.g. {r['kernel']}/{r['case_id']}: {r['gpu']} vs {r['gpu_other']}); {SAME_GPU_WHY}"
     )
 
 
@@ -466,7 +460,7 @@ def compare_files(
     from concurrent.futures import ThreadPoolExecutor
 
     if aa is not None:
-        from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_path, noted
+        from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_gpus, check_aa_path, noted
 
         check_aa_path(aa, golden, tot)
     with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
@@ -482,6 +476,7 @@ def compare_files(
     if adf is not None:
         aenv = adf.attrs.get("env", {})
         check_aa_env(genv, aenv, aa)
+        check_aa_gpus(gdf, adf, aa)
         aa_warnings = [w for w in (apart(genv, aenv, aa),) if w]
         sigma_rows, noise = aa_sigma(gdf, adf, rule, str(aa))
     table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows)

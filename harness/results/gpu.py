@@ -1,10 +1,13 @@
-"""Which GPU a results sidecar names: its model and UUID, and whether it merges results of several GPUs. Also read
-from a calibration's metadata and a worker's hello, which hold the same ``gpu`` object. The one reader of compare's
-GPU checks (other_gpu, the A/A's, the calibration's), so that they agree on what is unknown. Pure."""
+"""Which GPU a results sidecar names: its model and UUID, and whether it merges results of several GPUs (also read
+from a calibration's metadata and a worker's hello, which hold the same ``gpu`` object); and, case by case, which
+GPU two files' rows name. The one reader of compare's GPU checks (other_gpu, the A/A's, the calibration's), so that
+they agree on what is unknown. Pure."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pandas as pd
 
 
 def gpu_field(env: dict[str, Any], key: str) -> str:
@@ -33,3 +36,16 @@ def several_gpus(env: dict[str, Any]) -> bool:
     parts = env.get("parts") if isinstance(env.get("parts"), list) else []
     hosts = {str(p.get("host")) for p in parts if isinstance(p, dict)}
     return len(env.get("gpus") or []) > 1 or len(hosts) > 1
+
+
+def rows_on_other_gpus(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """(kernel, case_id, gpu, gpu_other) of each case whose rows in ``a`` and ``b`` name different physical GPUs
+    (their ``gpu`` column), in ``a``'s order; empty where they agree or a row does not say."""
+    cols = ["kernel", "case_id", "gpu"]
+    none = pd.DataFrame(columns=[*cols, "gpu_other"])
+    if "gpu" not in a.columns or "gpu" not in b.columns:
+        return none
+    if not (a["gpu"].astype(str).str.len().any() and b["gpu"].astype(str).str.len().any()):
+        return none  # no row names a GPU (CPU runs, older files): nothing to check, and no join to pay for
+    j = a[cols].merge(b[cols], on=["kernel", "case_id"], suffixes=("", "_other"))
+    return j[(j["gpu"].astype(str) != "") & (j["gpu_other"].astype(str) != "") & (j["gpu"] != j["gpu_other"])]

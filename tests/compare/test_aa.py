@@ -166,3 +166,43 @@ def test_ambiguous_regressions_are_not_shown_as_blocking(capsys, tmp_path):
     _, stdout, _ = _compare(capsys, tmp_path)  # without the A/A: 13 of them confident
     row = next(line for line in stdout.splitlines() if line.startswith("regression"))
     assert row.split()[1:] == ["14", "13", "block"]
+
+
+# two H200s of the repeat (B-*) and three-way runs: a run over both (--gpus all) merges one part from each
+GPU_A, GPU_B = "53753b43-965b-33c5-4d80-63aa25a91c21", "00c445dc-ae6e-e2e1-1837-b96233240c14"
+
+
+def _merged(tmp_path, name: str, on_a: set[str], first: str = "A") -> object:
+    """H200's ``name``.csv as `harness merge` writes it from two parts: the cases of ``on_a`` timed on GPU_A, the
+    others on GPU_B, each part's sidecar naming its GPU; ``first``: the part given first (its sidecar is kept)."""
+    from harness.run.merge import merge_results
+
+    rows = pd.read_csv(H200 / f"{name}.csv", dtype=str, keep_default_na=False)
+    env = json.loads((H200 / f"{name}.csv.env.json").read_text())
+    tmp_path.mkdir()
+    parts = {}
+    for label, uuid in (("A", GPU_A), ("B", GPU_B)):
+        p = tmp_path / f"{name}-{label}.csv"
+        rows[rows["case_id"].isin(on_a) == (label == "A")].assign(gpu=uuid).to_csv(p, index=False)
+        gpu = {**env["gpu"], "uuid": uuid, "before": {**env["gpu"]["before"], "uuid": f"GPU-{uuid}"}}
+        (tmp_path / f"{p.name}.env.json").write_text(json.dumps({**env, "gpu": gpu}))
+        parts[label] = p
+    out = tmp_path / f"{name}.csv"
+    merge_results([parts[first], parts["B" if first == "A" else "A"]], out)
+    return out
+
+
+def test_an_aa_merged_from_several_gpus_is_checked_case_by_case(capsys, tmp_path):
+    """Merged results name only their first part's GPU in the sidecar (its ``gpus`` list all of them): the A/A's
+    GPU is then checked by its rows, as compare checks TOT's. Parts given in another order are golden's GPUs all
+    the same; cases spread over the GPUs otherwise are not."""
+    cases = set(pd.read_csv(H200 / "golden.csv", dtype=str)["case_id"])
+    half = set(sorted(cases)[: len(cases) // 2])
+    g, t = (_merged(tmp_path / side, side, half) for side in ("golden", "tot"))
+    aa = _merged(tmp_path / "aa", "golden-aa", half, first="B")  # its sidecar names GPU_B, golden's GPU_A
+    assert json.loads((tmp_path / "aa" / "golden-aa.csv.env.json").read_text())["gpus"] == sorted([GPU_A, GPU_B])
+    code, stdout, err = cli(capsys, "compare", g, t, "--aa", aa)
+    assert code == 0 and "process noise (A/A golden-aa.csv):" in stdout, err
+    swapped = _merged(tmp_path / "swapped", "golden-aa", cases - half)  # its sidecar names GPU_A, as golden's
+    err = _refused(capsys, g, t, swapped)
+    assert "--aa" in err and "36 cases timed on another GPU than golden's (e.g. aiter_batched_gemm_" in err
