@@ -24,12 +24,12 @@ def explain(
 ) -> None:
     """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
     from harness.compare.store import meta_path
-    from harness.explain.explain import compare_labels, explain_cases, write_explain
+    from harness.explain.explain import explain_comparison, write_explain
     from harness.outdir import prepare_out_dir
 
     inputs = [compare_csv, meta_path(compare_csv), golden_artifacts, tot_artifacts]
     prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",), create=False)
-    cases = explain_cases(compare_csv, case, golden_artifacts, tot_artifacts, limit)
+    cases, labels = explain_comparison(compare_csv, case, golden_artifacts, tot_artifacts, limit)
     prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",))
-    index = write_explain(cases, out, labels=compare_labels(compare_csv))
+    index = write_explain(cases, out, labels=labels)
     print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")

@@ -499,19 +499,6 @@ def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> t
     return df, (override or artifacts_dir(path, df.attrs["env"]))
 
 
-def compare_labels(compare_csv: Path) -> tuple[str, str]:
-    """What the two stacks of a comparison are called (:func:`stack_labels` of the environments its
-    ``.meta.json`` records), without reading its table: for the title of a page that explains no case."""
-    from harness.compare.store import meta_path
-
-    try:
-        meta = json.loads(meta_path(compare_csv).read_text())
-    except (OSError, ValueError):
-        return STACKS
-    sides = [meta.get(side) if isinstance(meta, dict) else None for side in ("golden", "tot")]
-    return stack_labels(*((s.get("env") if isinstance(s, dict) else None) for s in sides))
-
-
 def explain_cases(
     compare_csv: Path,
     cases: list[str] | None = None,
@@ -520,6 +507,18 @@ def explain_cases(
     limit: int = 20,
 ) -> list[CaseExplain]:
     """The cases to explain (regressions worst first, or those matching ``cases`` regexes) with their diffs."""
+    return explain_comparison(compare_csv, cases, golden_artifacts, tot_artifacts, limit)[0]
+
+
+def explain_comparison(
+    compare_csv: Path,
+    cases: list[str] | None = None,
+    golden_artifacts: Path | None = None,
+    tot_artifacts: Path | None = None,
+    limit: int = 20,
+) -> tuple[list[CaseExplain], tuple[str, str]]:
+    """:func:`explain_cases`, and what the comparison calls its two stacks (:func:`stack_labels`), which a page
+    that explains no case still needs for its title: both from one reading of its ``.meta.json``."""
     from harness.compare.compare import worst_first
     from harness.compare.store import load_compare
 
@@ -573,7 +572,7 @@ def explain_cases(
                 diffs[pair] = [diff_kernels(a, b, labels) for a, b in pair_kernels(gk, tk)]
             ce.diffs = diffs[pair]
         out.append(ce)
-    return out
+    return out, labels
 
 
 def _md_table(head: list[str], rows: list[tuple], right: int = 1) -> str:

@@ -290,3 +290,26 @@ def test_pages_name_the_stacks_as_the_comparison_does(tmp_path, capsys):
     shutil.rmtree(tmp_path / "pr.artifacts")  # the options keep their names
     with pytest.raises(HarnessError, match=r"pr artifacts folder not found \(pass --tot-artifacts DIR\)"):
         explain_cases(cmp_csv)
+
+
+def test_a_page_without_cases_is_titled_from_one_reading_of_the_metadata(tmp_path, capsys, monkeypatch):
+    """No regression to explain: the index still names the stacks as the comparison does (main and pr), from the
+    same reading of compare.csv.meta.json that found the results, not a second one."""
+    runs = {}
+    for name, kid, us in (("main", GID, 85.53), ("pr", TID, 69.83)):  # pr faster: nothing regressed
+        shutil.copytree(ART / ("golden" if name == "main" else "tot"), tmp_path / f"{name}.artifacts")
+        runs[name] = _results_with_artifacts(tmp_path / f"{name}.csv", kid, us)
+        runs[name].with_name(f"{name}.csv.env.json").write_text(json.dumps({"env_name": name}))
+    cmp_csv = write_compare(compare_files(runs["main"], runs["pr"]), tmp_path / "compare.csv")
+    reads = []
+    read_text = Path.read_text
+
+    def counting(self: Path, *args, **kwargs) -> str:
+        reads.append(self.name)
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    code, out, err = cli(capsys, "explain", cmp_csv, "--out", tmp_path / "e")
+    assert code == 0 and "explained 0 cases" in out, err
+    assert (tmp_path / "e" / "index.md").read_text().startswith("# Why pr is slower than main\n")
+    assert reads.count("compare.csv.meta.json") == 1
