@@ -23,6 +23,7 @@ from harness.history.schema import (
     VERDICT_TEXT,
 )
 from harness.results.cells import number
+from harness.results.gpu import gpu_name, gpu_uuid
 
 #: tags are words: letters, digits and ``-_.:/`` (stored comma-joined, sorted)
 TAG_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
@@ -108,8 +109,8 @@ def run_record(
         "rows": len(df),
         "timing": _text(timing),
         "host": _text(env.get("host")),
-        "gpu_name": _text(gpu.get("name") or before.get("name")),
-        "gpu_uuid": _text(gpu.get("uuid")),
+        "gpu_name": gpu_name(env) or None,
+        "gpu_uuid": gpu_uuid(env) or None,
         "gpu_arch": _text(env.get("arch") or gpu.get("arch")),
         "driver": _text(gpu.get("driver") or before.get("driver")),
         "triton_version": _text(dig(env, "triton", "version")),
@@ -262,8 +263,8 @@ def comparison_record(
         "tot_env_name": _text(tenv.get("env_name")),
         "golden_triton": _text(dig(genv, "triton", "version")),
         "tot_triton": _text(dig(tenv, "triton", "version")),
-        "gpu_name": _text(dig(tenv, "gpu", "name") or dig(genv, "gpu", "name")),
-        "gpu_uuid": _text(dig(tenv, "gpu", "uuid") or dig(genv, "gpu", "uuid")),
+        "gpu_name": gpu_name(tenv) or gpu_name(genv) or None,
+        "gpu_uuid": gpu_uuid(tenv) or gpu_uuid(genv) or None,
         "host": _text(tenv.get("host") or genv.get("host")),
         "same_triton": bool(cmp.same_triton),
         "cases": len(cmp.table),
@@ -310,7 +311,6 @@ def calibration_record(
 ) -> dict[str, Any]:
     """The ``calibrations`` row of a loaded calibration file (harness.compare.calibration.load_calibration), or of
     the record a sidecar or a comparison keeps of one (record_table); ``sha256``: of calibration.csv's bytes."""
-    gpu = meta.get("gpu") if isinstance(meta.get("gpu"), dict) else {}
     repeats = number(meta.get("repeats"))
     return {
         "content_hash": digest,
@@ -321,8 +321,8 @@ def calibration_record(
         "calibrated_at": parse_when(meta.get("captured_at")),
         "env_name": _text(meta.get("env")),
         "triton_version": _text(dig(meta, "triton", "version")),
-        "gpu_name": _text(gpu.get("name") or dig(gpu, "before", "name")),
-        "gpu_uuid": _text(gpu.get("uuid")),
+        "gpu_name": gpu_name(meta) or None,
+        "gpu_uuid": gpu_uuid(meta) or None,
         "host": _text(meta.get("host")),
         "slowdowns": ",".join(str(x) for x in meta.get("slowdowns") or []),
         "repeats": int(repeats) if repeats is not None else None,

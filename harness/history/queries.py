@@ -15,6 +15,7 @@ import pandas as pd
 from harness.compare.rule import BLOCKING
 from harness.errors import HarnessError
 from harness.history.schema import annotations, calibration_cases, calibrations, comparisons, results, runs, verdicts
+from harness.results.gpu import uuid_text
 from harness.results.schema import TIMED_STATUSES
 
 #: what identifies a series of one stack on one GPU model (change points are found per case within one)
@@ -77,8 +78,10 @@ def _tagged(column: Any, tag: str) -> Any:
 def _gpu(name: Any, uuid: Any, gpu: str) -> Any:
     from sqlalchemy import func, or_
 
-    g = gpu.lower()
-    return or_(func.lower(name).contains(g, autoescape=True), func.lower(uuid).startswith(g, autoescape=True))
+    g, u = gpu.lower(), uuid_text(gpu)
+    # UUIDs are stored as compare reads them, without GPU- (as nvidia-smi prints it); rows stored earlier may have it
+    by_uuid = [func.lower(uuid).startswith(p, autoescape=True) for p in (u, f"gpu-{u}")] if u else []
+    return or_(func.lower(name).contains(g, autoescape=True), *by_uuid)
 
 
 def run_conditions(f: Filter) -> list[Any]:

@@ -25,9 +25,14 @@ def gpu_name(env: dict[str, Any]) -> str:
 
 
 def gpu_uuid(env: dict[str, Any]) -> str:
-    """A sidecar's GPU UUID, lower case, without nvidia-smi's ``GPU-`` prefix; '' where it does not say."""
+    """A sidecar's GPU UUID as :func:`uuid_text` writes it; '' where it does not say."""
+    return uuid_text(gpu_field(env, "uuid"))
+
+
+def uuid_text(uuid: str) -> str:
+    """A GPU UUID lower case, without nvidia-smi's ``GPU-`` prefix."""
     # torch's UUID has no prefix and nvidia-smi's has: one GPU must read the same from either
-    return gpu_field(env, "uuid").lower().removeprefix("gpu-")
+    return uuid.strip().lower().removeprefix("gpu-")
 
 
 def several_gpus(env: dict[str, Any]) -> bool:

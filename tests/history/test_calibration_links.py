@@ -53,7 +53,7 @@ def test_a_run_keeps_its_calibration_even_when_the_file_is_gone(files, capsys):
     assert [r.calibration_id for r in rs] == [1, 1] and len(cals) == 1 and len(cases) == 2
     c = cals[0]
     assert (c.sha256, c.path, c.env_name, c.gpu_uuid, c.cases, c.unresolved) == (
-        sha, str(cal.resolve()), "golden", "GPU-1", 2, 1
+        sha, str(cal.resolve()), "golden", "1", 2, 1
     )  # fmt: skip
     rc, out, _ = cli(capsys, "history", "list", "--db", db)
     assert rc == 0 and "cal: the calibration kept with it" in out and "#1" in out

@@ -53,7 +53,7 @@ def test_add_list_show_remove(tmp_path, cal_file, capsys):
     assert (c.env_name, c.triton_version, c.gpu_uuid, c.slowdowns, c.cases, c.unresolved, c.tags) == (
         "golden",
         "3.6.0",
-        "GPU-1",
+        "1",  # as compare reads the meta's GPU-1: without nvidia-smi's prefix
         "limit",
         2,
         1,

@@ -74,3 +74,29 @@ def test_run_verdicts_name_the_comparison(db):
         rv = q.run_verdicts(comps, q.verdicts_frame(conn, comps["id"].tolist()))
     mine = rv[(rv["case_id"] == "M1024_N512") & (rv["run_id"] == 8)]  # night 3's TOT run
     assert mine["verdicts"].tolist() == ["regression (#4)"]
+
+
+def test_a_gpu_is_stored_and_found_as_compare_reads_it(tmp_path):
+    """A sidecar whose UUID only nvidia-smi gave (its ``before`` state, GPU- and upper case) is stored as torch's
+    form of it and found by either; nvidia-smi's [N/A] is stored as unknown, not as a GPU named [N/A]."""
+    import json
+
+    from tests.history.files import results_file
+
+    db = str(tmp_path / "h.sqlite")
+    smi, na = (
+        results_file(tmp_path, f"{n}.csv", {("gemm", "M16_N512"): t}, env=n) for n, t in (("smi", 10), ("na", 11))
+    )
+    for path, gpu in ((smi, {"name": "NVIDIA H100", "before": {"uuid": "GPU-52E77CF8-0000"}}),
+                      (na, {"name": "[N/A]", "uuid": "[N/A]"})):  # fmt: skip
+        side = path.with_name(path.name + ".env.json")
+        side.write_text(json.dumps({**json.loads(side.read_text()), "gpu": gpu}))
+    with History.open(db, write=True) as h:
+        h.add_results(smi)
+        h.add_results(na)
+    with History.open(db, write=False) as h, h.reading() as conn:
+        stored = q.runs_frame(conn).set_index("env_name")[["gpu_name", "gpu_uuid"]]
+    assert stored.loc["smi"].tolist() == ["NVIDIA H100", "52e77cf8-0000"] and stored.loc["na"].isna().all()
+    for gpu in ("52e77", "GPU-52E77", "h100"):
+        assert _rows(db, gpu=gpu)["env_name"].tolist() == ["smi"], gpu
+    assert len(_rows(db, gpu="n/a")) == 0
