@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import HarnessError, counted
 from harness.fsutil import atomic_write, refuse_overwrite
 from harness.inputs.suite import load_suite
+from harness.results.gpu import gpu_field
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.sidecar import write_sidecar
@@ -228,9 +229,11 @@ def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, A
     shards = sorted({str(e["shard"]) for e in envs if e.get("shard")})
     if shards:
         meta["merged_shards"] = shards
+    # each part's UUID as compare reads it (nvidia-smi's where torch gave none, not [N/A]): two GPUs must count as two
+    uuids = [gpu_field(e, "uuid") for e in envs]
     meta["parts"] = [
-        {"path": str(p), "host": e.get("host"), "gpu": _field(e, ("gpu", "uuid")), "captured_at": e.get("captured_at")}
-        for p, e in zip(parts, envs)
+        {"path": str(p), "host": e.get("host"), "gpu": u or None, "captured_at": e.get("captured_at")}
+        for p, e, u in zip(parts, envs, uuids)
     ]
-    meta["gpus"] = sorted({str(_field(e, ("gpu", "uuid"))) for e in envs if _field(e, ("gpu", "uuid"))})
+    meta["gpus"] = sorted(set(uuids) - {""})
     return meta

@@ -181,3 +181,20 @@ def test_merge_replaces_only_what_a_merge_wrote(tmp_path):
     out = tmp_path / "m.csv"
     merge_results([a], out)
     assert merge_results([a, b], out) == {"ok": 2}  # a rerun shard, merged again over the earlier merge
+
+
+def test_parts_whose_uuid_only_nvidia_smi_gave_count_as_their_gpus(tmp_path):
+    """torch gave no UUID (only nvidia-smi's ``before`` state has it): the merged file still lists both GPUs, so
+    compare reads it as results of several GPUs; nvidia-smi's [N/A] is no GPU."""
+    from harness.results.gpu import several_gpus
+
+    a = part(tmp_path, "a", ["c1"], "", gpu={"name": "H100", "before": {"uuid": "GPU-A"}})
+    b = part(tmp_path, "b", ["c2"], "", gpu={"name": "H100", "before": {"uuid": "GPU-B"}})
+    merge_results([a, b], tmp_path / "m.csv")
+    meta = load_results(tmp_path / "m.csv").attrs["env"]
+    assert meta["gpus"] == ["GPU-A", "GPU-B"] and [p["gpu"] for p in meta["parts"]] == ["GPU-A", "GPU-B"]
+    assert several_gpus(meta)
+    c = part(tmp_path, "c", ["c3"], "[N/A]")
+    merge_results([c], tmp_path / "n.csv")
+    meta = load_results(tmp_path / "n.csv").attrs["env"]
+    assert meta["gpus"] == [] and meta["parts"][0]["gpu"] is None
