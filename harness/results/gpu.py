@@ -1,7 +1,7 @@
 """Which GPU a results sidecar names: its model and UUID, and whether it merges results of several GPUs (also read
 from a calibration's metadata and a worker's hello, which hold the same ``gpu`` object); and, case by case, which
-GPU two files' rows name. The one reader of compare's GPU checks (other_gpu, the A/A's, the calibration's), so that
-they agree on what is unknown. Pure."""
+GPU two files' rows name. The one reader of compare's GPU checks (other_gpu, the A/A's, the calibration's), of the
+GPUs merge lists and of what the history stores, so that they agree on what is unknown. Pure."""
 
 from __future__ import annotations
 
