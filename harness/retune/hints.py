@@ -51,7 +51,19 @@ class Hints:
             s = score(cases, seed_times, cfg, self.time_of, rule)
             if s is not None and s.worse == 0:
                 ranked.append((s.unfixed, s.geo, key))
-        return [self.configs[key] for _, _, key in sorted(ranked)[:n]]
+        picked: dict[str, dict[str, Any]] = {}
+        for _, _, key in sorted(ranked):
+            cfg = complete(self.configs[key], seed)
+            if config_key(cfg) != config_key(seed):
+                picked.setdefault(config_key(cfg), cfg)
+        return list(picked.values())[:n]
+
+
+def complete(hint: dict[str, Any], seed: dict[str, Any]) -> dict[str, Any]:
+    """A hinted config with the keys it does not name taken from the slot's seed: what the worker runs (a case's
+    config is an override on top of its file's bucket), so the timing is cached under the config that ran. A
+    cache from before a key existed (EPILOGUE_SUBTILE) holds configs without it."""
+    return {**seed, **hint}
 
 
 def cache_file(path: Path) -> Path:

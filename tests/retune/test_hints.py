@@ -112,3 +112,20 @@ def test_a_file_that_is_no_retune_cache_is_refused(tmp_path):
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(HarnessError, match=r"not a retune's cache.jsonl"):
         cache_file(tmp_path / "bin")
+
+
+def test_a_hint_without_a_key_the_seed_has_is_timed_as_it_runs_with_the_seeds_value():
+    # a cache from before EPILOGUE_SUBTILE existed: the worker runs the hint on top of the file's bucket, so the
+    # candidate must name the seed's value, or the measurer sees another config than it asked for (the 2026-11-26
+    # H200 retune stopped with an internal error there)
+    from harness.retune.hints import Hints
+    from harness.retune.space import config_key
+
+    f = [
+        ("M16", {"BN": 16, "SUB": 1}, 60.0),
+        ("M16", {"BN": 64}, 30.0),  # timed elsewhere without SUB
+        ("M16", {"BN": 16}, 40.0),  # the seed once SUB is filled in: not a candidate
+    ]
+    h = Hints({(f"k/{c}", config_key(cfg)): t for c, cfg, t in f}, {config_key(cfg): cfg for _, cfg, _ in f})
+    cases = [SlotCase("k/M16", 30.0, True)]
+    assert h.best(cases, {"BN": 16, "SUB": 1}, RULE) == [{"BN": 64, "SUB": 1}]
