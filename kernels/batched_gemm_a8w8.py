@@ -2,6 +2,13 @@
 
 x_scale (B,M,1) per token, w_scale (B,1,N) per output channel, both fp32; int32 accumulation, scales and
 bias applied after the K loop; bf16 (or fp16) output.
+
+Two variants of the same tiles, as batched_gemm_bf16: a program per output tile with pointer loads (any backend,
+split-K), and with ``PERSISTENT: n`` n programs per SM looping over the tiles with TMA loads and stores (Hopper+,
+``EPILOGUE_SUBTILE``). Since Triton 3.7.1 the pointer kernel pays a proxy fence (``fence.proxy.async``, SASS
+``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``) before each K step's MMA, because cp.async fills shared memory
+through the generic proxy and wgmma reads it through the async one; TMA loads write through the async proxy and
+need none (reports/h200x2-retune/).
 """
 
 from __future__ import annotations
@@ -41,7 +48,15 @@ SPEC = KernelSpec(
     dtype="int8",
     tolerance=lambda p: 1e-2 if p["out_dtype"] == "bf16" else 2e-3,
     config=ConfigLookup("BATCHED_GEMM-A8W8"),
-    config_keys=("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "NUM_KSPLIT"),
+    config_keys=(
+        "BLOCK_SIZE_M",
+        "BLOCK_SIZE_N",
+        "BLOCK_SIZE_K",
+        "GROUP_SIZE_M",
+        "NUM_KSPLIT",
+        "PERSISTENT",
+        "EPILOGUE_SUBTILE",
+    ),
     plot=Plot(x="M", series=("N", "K")),
 )
 OUT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -87,6 +102,36 @@ def _batched_gemm_a8w8_kernel(
     tl.store(y_ptrs, out.to(y_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _batched_gemm_a8w8_persistent_kernel(
+    x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K, stride_xsb, stride_xsm, stride_wsb, stride_wsn,
+    stride_bias_b, NUM_PROGRAMS, NUM_TILES,
+    HAS_BIAS: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    for i in tl.range(0, tl.cdiv(NUM_TILES, NUM_PROGRAMS), flatten=True):
+        b, off_m, off_n, live = C._persistent_tile(
+            i, pid, M, N, NUM_PROGRAMS, NUM_TILES, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M
+        )
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.int32)
+        for kk in range(k_tiles):  # past K, TMA reads zeros: no mask
+            a = x_desc.load([b, off_m, kk * BLOCK_SIZE_K]).reshape(BLOCK_SIZE_M, BLOCK_SIZE_K)
+            w = w_desc.load([b, off_n, kk * BLOCK_SIZE_K]).reshape(BLOCK_SIZE_N, BLOCK_SIZE_K)
+            acc = tl.dot(a, w.T, acc, out_dtype=tl.int32)
+        offs_m = off_m + tl.arange(0, BLOCK_SIZE_M)
+        offs_n = off_n + tl.arange(0, BLOCK_SIZE_N)
+        b64 = b.to(tl.int64)
+        # scales past the last tile (b out of range) or past M/N are masked: pointer loads, unlike TMA's
+        xs = tl.load(xs_ptr + b64 * stride_xsb + offs_m * stride_xsm, mask=offs_m < tl.where(live, M, 0), other=0.0)
+        ws = tl.load(ws_ptr + b64 * stride_wsb + offs_n * stride_wsn, mask=offs_n < tl.where(live, N, 0), other=0.0)
+        out = acc.to(tl.float32) * xs[:, None] * ws[None, :]
+        if HAS_BIAS:
+            out += C._bias_row(bias_ptr, b, stride_bias_b, off_n, N, live, BLOCK_SIZE_N)
+        C._store_tile(y_desc, out, b, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE)
+
+
 def make_inputs(case: dict[str, Any], seed: int) -> dict[str, Any]:
     B, M, N, K = (int(case[k]) for k in "BMNK")
     out_dt = OUT_DTYPES[case["out_dtype"]]
@@ -113,6 +158,17 @@ def launch(inputs: dict[str, Any], config: dict[str, Any]) -> torch.Tensor:
     N = w.shape[1]
     meta, opts = split_config(config, C.backend())
     ks, split = C.splitk_plan(K, meta, 1)
+    if C.use_persistent(meta, ks, x, w, y):
+        bm, bn, bk = meta["BLOCK_SIZE_M"], meta["BLOCK_SIZE_N"], meta["BLOCK_SIZE_K"]
+        sub = int(meta.get("EPILOGUE_SUBTILE", 0))
+        progs = C.persistent_programs(B, M, N, meta)
+        _batched_gemm_a8w8_persistent_kernel[(progs,)](
+            C.descriptor(x, [1, bm, bk]), C.descriptor(w, [1, bn, bk]), C.descriptor(y, [1, bm, bn >> sub]),
+            xs, ws, bias if bias is not None else xs, M, N, K, xs.stride(0), xs.stride(1), ws.stride(0),
+            ws.stride(2), bias.stride(0) if bias is not None else 0, progs, C.num_tiles(B, M, N, meta),
+            HAS_BIAS=bias is not None, EPILOGUE_SUBTILE=sub, **C.tile_meta(meta), **opts,
+        )  # fmt: skip
+        return y
     out, ys = C.splitk_target(y, ks)
     _batched_gemm_a8w8_kernel[C.grid(B, M, N, meta, ks)](
         x, w, xs, ws, bias if bias is not None else xs, out, M, N, K, *x.stride(), *w.stride(),

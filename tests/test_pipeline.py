@@ -88,14 +88,14 @@ for name in ("batched_gemm_a16wfp4", "batched_gemm_afp4wfp4"):
         env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)},
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.count("batched_gemm") == 4
+    assert r.stdout.count("batched_gemm") == 6
 
 
 @need_venvs
 def test_persistent_tma_kernels_under_triton_39_interpreter():
     """The persistent TMA variants (the 3.6 interpreter cannot run their loop): ragged tiles, a last partial round
     of programs (whose scale and bias loads must be masked), bias, odd K-group counts with K_GROUPS=2, the split
-    epilogue. The fp8 variants must equal the fused kernel bit for bit; bf16 within its tolerance."""
+    epilogue. The fp8 and int8 variants must equal the pointer kernel bit for bit; bf16 within its tolerance."""
     code = """
 import torch
 from harness.inputs.kernel import load_kernel
@@ -113,6 +113,8 @@ runs = [
      dict(QUANT_PASS=1, PERSISTENT=2, K_GROUPS=2), True),
     ("batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant", (3, 40, 48, 200),
      dict(QUANT_PASS=1, PERSISTENT=1, EPILOGUE_SUBTILE=1), False),
+    ("batched_gemm_a8w8", (3, 40, 48, 256), dict(PERSISTENT=1), True),
+    ("batched_gemm_a8w8", (3, 16, 64, 64), dict(PERSISTENT=2, EPILOGUE_SUBTILE=1), False),
 ]
 for name, (B, M, N, K), extra, bias in runs:
     k = load(name)
@@ -127,7 +129,7 @@ for name, (B, M, N, K), extra, bias in runs:
     assert err <= k.SPEC.tolerance_of(case), (name, extra, err)
     C.poison_(inputs["y"])
     y0 = k.launch(inputs, base)
-    if "QUANT_PASS" in extra:
+    if "QUANT_PASS" in extra or name == "batched_gemm_a8w8":  # int32 / same-order fp32 sums: exact
         assert torch.equal(y, y0), (name, extra)
     print(name, extra, err)
 """
@@ -140,4 +142,4 @@ for name, (B, M, N, K), extra, bias in runs:
         env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)},
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.count("batched_gemm") == 4
+    assert r.stdout.count("batched_gemm") == 6
