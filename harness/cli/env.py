@@ -36,7 +36,7 @@ def env_pack(
         float,
         typer.Option(
             "--part-mb",
-            help="largest part, MiB (each part in its own folder; 20: one part and this repository fit a 64 MiB upload)",
+            help="largest part, MiB (each part in its own folder, to be carried one per upload)",
         ),
     ] = DEFAULT_PART_MB,
     python: Annotated[

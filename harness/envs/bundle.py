@@ -19,7 +19,7 @@ from harness.errors import HarnessError
 FORMAT = "harness-triton-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-DEFAULT_PART_MB = 20.0  # one part and this repository (~38 MiB with its committed reports) fit a 64 MiB upload
+DEFAULT_PART_MB = 16.0  # a part rides in one upload beside a checkout of this repository (44 MiB with its reports)
 #: manylinux tags of an x86-64 or aarch64 Linux node, newest first (what `pip download --platform` takes)
 PLATFORMS = ("manylinux_2_28_{arch}", "manylinux_2_27_{arch}", "manylinux_2_17_{arch}", "manylinux2014_{arch}")
 ARCHES = ("x86_64", "aarch64")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call of a session that brings Triton releases in parts (`harness env pack`: four parts of <= 20 MiB,
+# One device call of a session that brings Triton releases in parts (`harness env pack`: five parts of <= 16 MiB,
 # each carried by its own call, since a call uploads at most 64 MiB with the repository) and measures meanwhile.
 #
 #   lab/gpu_validation/call.sh [VERSION/PART] [STEP...]     e.g.  call.sh 3.8.0/p1 retune
