@@ -61,7 +61,18 @@ def amd_state() -> dict[str, Any]:
     return {"raw": r.stdout[:4000]} if r.returncode == 0 else {}
 
 
+#: the fields that say which physical GPU a state is of
+IDENTITY = ("uuid", "serial", "pci_bus_id")
+
+
 def gpu_state(device: int | str | None = None) -> dict[str, Any]:
-    """The state of ``device`` (nvidia-smi's --id: an index or ``GPU-<uuid>``; default, or when nvidia-smi does
-    not know that id, the first GPU)."""
-    return (nvidia_state(device) if device is not None else {}) or nvidia_state(0) or amd_state()
+    """The state of ``device`` (nvidia-smi's --id: an index, ``GPU-<uuid>`` or a PCI bus id); without one, or when
+    nvidia-smi does not know it, the first GPU's, without its identity: index 0 ignores CUDA_VISIBLE_DEVICES, so
+    it may be another GPU than the worker's, and a UUID read there would be taken for the worker's."""
+    state = nvidia_state(device) if device is not None else {}
+    if state:
+        return state
+    first = nvidia_state(0)
+    if first:
+        return {k: v for k, v in first.items() if k not in IDENTITY}
+    return amd_state()

@@ -22,10 +22,12 @@ AUTO_GAP = {"factor": AUTO_GAP_FACTOR, "max_ms": AUTO_GAP_MAX_US / 1e3}
 
 
 def smi_id(info: dict[str, Any]) -> str | None:
-    """nvidia-smi's --id for the worker's GPU: its UUID (nvidia-smi's index 0 ignores CUDA_VISIBLE_DEVICES)."""
-    uuid = (info.get("gpu") or {}).get("uuid")
+    """nvidia-smi's --id for the worker's GPU: its UUID, else its PCI bus id (a torch without UUIDs still has it;
+    nvidia-smi's index 0 ignores CUDA_VISIBLE_DEVICES)."""
+    gpu = info.get("gpu") or {}
+    uuid = gpu.get("uuid")
     if not uuid:
-        return None
+        return gpu.get("pci_bus_id") or None
     return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
 
 

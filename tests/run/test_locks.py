@@ -404,3 +404,23 @@ def test_gpu_state_falls_back_to_the_first_gpu_when_nvidia_smi_does_not_know_the
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     assert gpu_state("MIG-unknown")["name"] == "NVIDIA H200"
+
+
+def test_the_first_gpus_state_stands_in_without_its_identity(tmp_path, monkeypatch):
+    """nvidia-smi's index 0 need not be the worker's GPU: its clocks may stand in, its UUID must not (merge,
+    history and the calibration check read a sidecar's ``before`` UUID as the worker's)."""
+    from harness.run.gpu_state import gpu_state
+    from harness.run.sidecar import smi_id
+
+    smi = tmp_path / "nvidia-smi"
+    line = "NVIDIA H200, 570.1, 1980, 2619, 1980, 35, 120.5, 0x0, GPU-first, 1650123, 00:1B:00.0"
+    smi.write_text(f'#!/bin/sh\n[ "$1" = "--id=0" ] || exit 6\necho "{line}"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    state = gpu_state(None)
+    assert state["name"] == "NVIDIA H200" and state["sm_clock_mhz"] == 1980.0
+    assert not {"uuid", "serial", "pci_bus_id"} & set(state)
+    assert "uuid" not in gpu_state("GPU-unknown")
+    # a torch without UUIDs: the worker's GPU is asked for by its PCI bus id
+    assert smi_id({"gpu": {"uuid": None, "pci_bus_id": "00000000:41:00.0"}}) == "00000000:41:00.0"
+    assert smi_id({"gpu": {"uuid": "abc"}}) == "GPU-abc" and smi_id({"gpu": {}}) is None
