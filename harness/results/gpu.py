@@ -39,7 +39,7 @@ def several_gpus(env: dict[str, Any]) -> bool:
     """Whether a sidecar is of results merged from parts measured on several GPUs or hosts (harness merge,
     ``--gpus``): its ``gpu`` is only the first part's, so its UUID and host stand for no one GPU."""
     parts = env.get("parts") if isinstance(env.get("parts"), list) else []
-    hosts = {str(p.get("host")) for p in parts if isinstance(p, dict)}
+    hosts = {str(p.get("host")) for p in parts if isinstance(p, dict) and not p.get("empty")}
     return len(env.get("gpus") or []) > 1 or len(hosts) > 1
 
 

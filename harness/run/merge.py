@@ -232,7 +232,13 @@ def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, A
     # each part's UUID as compare reads it (nvidia-smi's where torch gave none, not [N/A]): two GPUs must count as two
     uuids = [gpu_field(e, "uuid") for e in envs]
     meta["parts"] = [
-        {"path": str(p), "host": e.get("host"), "gpu": u or None, "captured_at": e.get("captured_at")}
+        {
+            "path": str(p),
+            "host": e.get("host"),
+            "gpu": u or None,
+            "captured_at": e.get("captured_at"),
+            **({"empty": True} if e.get("empty") else {}),  # measured nothing: its host ran no case
+        }
         for p, e, u in zip(parts, envs, uuids)
     ]
     meta["gpus"] = sorted(set(uuids) - {""})

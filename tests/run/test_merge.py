@@ -124,6 +124,22 @@ def test_an_empty_shard_merges_with_the_others(tmp_path):
     assert meta["merged_shards"] == ["1/3", "2/3", "3/3"] and "shard" not in meta and "empty" not in meta
 
 
+def test_an_empty_shard_on_another_host_does_not_make_the_merge_several_gpus(tmp_path):
+    """The empty shard measured nothing, so its host is no second machine: a calibration or A/A from another GPU
+    than the one that ran every case must still be told apart by its UUID."""
+    from harness.results.gpu import several_gpus
+
+    a = part(tmp_path, "a", ["c1", "c2"], shard="1/2", suite="suites/ci.yaml", host="node1")
+    e = empty_part(tmp_path, "e", "2/2")
+    side = json.loads(sidecar_path(e).read_text())
+    sidecar_path(e).write_text(json.dumps({**side, "host": "node2"}))
+    out = tmp_path / "m.csv"
+    merge_results([a, e], out)
+    meta = load_results(out).attrs["env"]
+    assert [p.get("empty", False) for p in meta["parts"]] == [False, True]
+    assert meta["gpus"] == ["A"] and not several_gpus(meta)
+
+
 def test_a_missing_shard_is_named(tmp_path):
     a = part(tmp_path, "a", ["c1"], shard="1/3")
     b = part(tmp_path, "b", ["c2"], shard="3/3")
