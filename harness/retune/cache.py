@@ -31,12 +31,22 @@ class Key:
     tag: str
 
 
+#: the columns of a results row a timing keeps besides its time: what compare's confidence reads (its reps)
+EVIDENCE = ("reps", "rep_times_us", "spread_pct", "sm_clock_mhz")
+
+
 @dataclass(frozen=True)
 class Entry:
     key: Key
     status: str
     time_us: float | None
     error: str = ""
+    #: EVIDENCE's cells of the row (None: cached before they were kept)
+    evidence: dict[str, Any] | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The results row this timing stands for, as far as compare's confidence reads one."""
+        return {"status": self.status, "time_us": self.time_us, **(self.evidence or {})}
 
 
 def source_hash(path: str | os.PathLike[str]) -> str:
@@ -67,7 +77,14 @@ class Cache:
                 self.lines += bool(line.strip())
                 try:
                     d = json.loads(line)
-                    e = Entry(Key(**d["key"]), d["status"], d.get("time_us"), d.get("error", ""))
+                    ev = d.get("evidence")
+                    e = Entry(
+                        Key(**d["key"]),
+                        d["status"],
+                        d.get("time_us"),
+                        d.get("error", ""),
+                        ev if isinstance(ev, dict) else None,
+                    )
                 except (ValueError, KeyError, TypeError):
                     continue
                 self.entries.setdefault(e.key, e)

@@ -10,8 +10,10 @@ stacks with the new config (``golden_new``, ``tot_new``). Every comparison is AI
 * TOT with the new config is not slower than TOT with the old, does not fail, and is not a regression against
   golden's old time unless it was one already;
 * a change is kept only if no case got worse and at least one was *fixed*: a regression (or a TOT failure)
-  before, none after. A case that was a regression and still is, no slower, does not block it: the change fixed
-  others and cost it nothing.
+  before, none after, and sure of it: a fix whose TOT time stays ambiguous against golden's old one after
+  re-measuring (compare's confidence interval straddles the limit) is ``unsure``, counted neither way, since on
+  another GPU of the model it may well be a regression again. A case that was a regression and still is, no
+  slower, does not block it: the change fixed others and cost it nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from typing import Any
 from harness.compare.referee import pair_decided
 from harness.compare.rule import Rule, verdict_of
 from harness.render.html import plain
+
+#: the guard run's envs in order (retune.measure.ROLES) and the pairs judge() reads, (reference, new)
+GUARD_PAIRS = ((0, 2), (1, 3), (0, 1), (0, 3))
+#: the pair whose verdict says whether a case is fixed: golden's old time against TOT's new one
+FIX_PAIR = (0, 3)
 
 
 def slower(ref_us: float | None, new_us: float | None, rule: Rule) -> bool:
@@ -54,11 +61,19 @@ class Measured:
     golden_new: float | None
     tot_new: float | None
     status: tuple[str, str, str, str] = ("ok", "ok", "ok", "ok")
+    #: the pairs of GUARD_PAIRS still ambiguous after re-measuring (none known: timings cached without their reps)
+    unsure: frozenset[tuple[int, int]] = frozenset()
+
+    @property
+    def fix_unsure(self) -> bool:
+        """Whether TOT's new time against golden's old one is still ambiguous."""
+        return FIX_PAIR in self.unsure
 
 
 @dataclass(frozen=True)
 class CaseVerdict:
-    """``fixed``, ``still_regressed``, ``ok`` or ``worse``, and why (one line)."""
+    """``fixed``, ``unsure`` (fixed by the point estimate, not by the interval), ``still_regressed``, ``ok`` or
+    ``worse``, and why (one line)."""
 
     kind: str
     why: str
@@ -86,6 +101,10 @@ def judge(m: Measured, rule: Rule) -> CaseVerdict:
     if was and not now:
         before = "failed" if t0 is None else pct(g0, t0) if g0 else us(t0)
         after = pct(g0, t1) if g0 else us(t1)
+        if m.fix_unsure:
+            return CaseVerdict(
+                "unsure", f"TOT vs golden {before} → {after}, but ambiguous at the limit: not a sure fix"
+            )
         return CaseVerdict("fixed", f"TOT vs golden {before} → {after}")
     if now:
         return CaseVerdict("still_regressed", f"TOT vs golden {pct(g0, t0)} → {pct(g0, t1)}")
@@ -110,12 +129,10 @@ def decide(measured: list[Measured], rule: Rule) -> Decision:
         return Decision(False, f"{m.kernel} {m.case_id}: {v.why}{more}", verdicts)
     fixed = [m for m, v in verdicts if v.kind == "fixed"]
     if not fixed:
-        return Decision(False, "fixes nothing in the guard's measurements", verdicts)
+        unsure = sum(v.kind == "unsure" for _, v in verdicts)
+        why = f" ({unsure} fixed by the point estimate only: ambiguous at the limit)" if unsure else ""
+        return Decision(False, f"fixes nothing in the guard's measurements{why}", verdicts)
     return Decision(True, f"fixes {len(fixed)} of {len(verdicts)} cases it changes, none slower", verdicts)
-
-
-#: the guard run's envs in order (retune.measure.ROLES) and the pairs judge() reads, (reference, new)
-GUARD_PAIRS = ((0, 2), (1, 3), (0, 1), (0, 3))
 
 
 def guard_referee(rule: Rule) -> Callable[[list[dict[str, Any]]], bool]:

@@ -19,14 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.compare.referee import pair_decided
+from harness.compare.rule import Rule
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
 from harness.inputs.suite import Case
 from harness.results.cells import number
 from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
-from harness.retune.cache import Cache, Entry, Key, digest, make_key, source_hash
-from harness.retune.guard import Measured
+from harness.retune.cache import EVIDENCE, Cache, Entry, Key, digest, make_key, source_hash
+from harness.retune.guard import GUARD_PAIRS, Measured
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
 
@@ -104,7 +106,21 @@ def _entry(key: Key, row: dict[str, Any]) -> Entry:
     status = str(row.get("status") or "runtime_error")
     t = number(row.get("time_us"))
     error = str(row.get("error") or "").strip().splitlines()
-    return Entry(key, status, t if status in TIMED_STATUSES else None, error[0][:300] if error else "")
+    evidence = {k: _cell(row.get(k)) for k in EVIDENCE}
+    return Entry(key, status, t if status in TIMED_STATUSES else None, error[0][:300] if error else "", evidence)
+
+
+def _cell(v: Any) -> Any:
+    """A results cell as JSON keeps it: NaN (an empty cell) as None."""
+    return None if isinstance(v, float) and v != v else v
+
+
+def _unsure(found: list[Entry | None], rule: Rule) -> frozenset[tuple[int, int]]:
+    """The guard pairs compare would still call ambiguous (none where a timing was cached without its reps)."""
+    if any(e is None or e.evidence is None for e in found):
+        return frozenset()
+    rows = [e.row() for e in found if e is not None]
+    return frozenset(p for p in GUARD_PAIRS if not pair_decided(rows[p[0]], rows[p[1]], rule))
 
 
 def _worker_config(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -176,9 +192,12 @@ class Measurer:
         self.cache.add(entries)
 
     # -------------------------------------------------------------------------------------------- guard
-    def guard(self, cases: list[GuardCase], dirs: dict[str, Path], phase: str = "guard") -> dict[str, Measured]:
+    def guard(
+        self, cases: list[GuardCase], dirs: dict[str, Path], phase: str = "guard", rule: Rule | None = None
+    ) -> dict[str, Measured]:
         """The four measurements of every case, interleaved in one run (only cases without all four cached);
-        ``dirs``: the config folder of each role. Returns Measured by case key (kernel/case_id)."""
+        ``dirs``: the config folder of each role. Returns Measured by case key (kernel/case_id), with the pairs
+        still ambiguous by ``rule`` (none without one)."""
         need = [g for g in cases if any(self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) is None for r in ROLES)]
         self.cost.cached += 4 * (len(cases) - len(need))
         if need:
@@ -188,7 +207,9 @@ class Measurer:
             found = [self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) for r in ROLES]
             t = [e.time_us if e else None for e in found]
             st = tuple(e.status if e else "missing" for e in found)
-            out[g.case.key] = Measured(g.case.name, g.case.case_id, t[0], t[1], t[2], t[3], st)
+            out[g.case.key] = Measured(
+                g.case.name, g.case.case_id, *t, st, _unsure(found, rule) if rule else frozenset()
+            )
         return out
 
     def _guard_run(self, need: list[GuardCase], dirs: dict[str, Path], phase: str) -> None:

@@ -446,7 +446,7 @@ class Retune:
         self.log(f"guard round {n}: {len(picked)} changes, {len(guard_cases)} cases × golden/TOT × old/new")
         cur, nxt = self.state_dir(self.state), self.state_dir(new)
         dirs = {"golden_old": self.before_dir, "tot_old": cur, "golden_new": nxt, "tot_new": nxt}
-        measured = self.measurer.guard(guard_cases, dirs, f"guard{n}")
+        measured = self.measurer.guard(guard_cases, dirs, f"guard{n}", self.rule)
         self._settle(picked, moved, owner, measured)
         return [s for s in queue if not s.outcome]
 
@@ -705,6 +705,8 @@ def _verdict(m: Measured, rule: Rule) -> str:
         return "failed_in_tot"
     if m.golden_old is None:
         return "ok"
+    if judge(m, rule).kind == "unsure":  # not shown fixed: still counted among the regressions left
+        return "regression"
     return verdict_of(m.golden_old, m.tot_new, rule)
 
 

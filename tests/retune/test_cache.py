@@ -34,3 +34,20 @@ def test_source_hash_follows_the_kernel_file(tmp_path):
     f.write_text("A = 2\n")
     assert source_hash(f) != h and source_hash(tmp_path / "none.py") == ""
     assert digest(1, {"a": [2]}) == digest(1, {"a": [2]}) != digest(2)
+
+
+def test_a_timing_keeps_its_reps_and_an_older_cache_line_reads_without_them(tmp_path):
+    """The guard's confidence needs each timing's reps after a resume; a line cached before they were kept reads
+    with none (and the guard then judges by the point estimate, as it did)."""
+    import json
+
+    c = Cache(tmp_path / "cache.jsonl")
+    ev = {"reps": 3, "rep_times_us": "[99.9, 100.0, 100.1]", "spread_pct": 0.2, "sm_clock_mhz": None}
+    c.add([Entry(key({"BM": 64}), "ok", 100.0, "", ev)])
+    with open(tmp_path / "cache.jsonl", "a") as fh:
+        old = {"key": {**key({"BM": 128}).__dict__}, "status": "ok", "time_us": 90.0, "error": ""}
+        fh.write(json.dumps(old) + "\n")
+    again = Cache(tmp_path / "cache.jsonl")
+    assert again.get(key({"BM": 64})).row() == {"status": "ok", "time_us": 100.0, **ev}
+    assert again.get(key({"BM": 128})).evidence is None
+    assert again.get(key({"BM": 128})).row() == {"status": "ok", "time_us": 90.0}

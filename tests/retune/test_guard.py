@@ -51,3 +51,43 @@ def test_nothing_fixed_is_nothing_kept_and_a_still_regressed_case_does_not_block
     assert [v.kind for _, v in d.verdicts] == ["fixed", "still_regressed"]
     d = decide([m("a", 100, 120, 100, 100), m("b", 100, 101, 100, 140), m("c", 100, 101, 200, 100)], RULE)
     assert d.why.endswith("(and 1 more)")
+
+
+def test_a_fix_that_stays_ambiguous_at_the_limit_is_no_fix():
+    """Below the limit by the point estimate, but compare's interval still straddles it after re-measuring: on
+    another GPU of the model it may be a regression again (the H100 retune's 6 read 13 elsewhere), so it neither
+    keeps a change nor counts as fixed."""
+    from harness.retune.guard import FIX_PAIR
+
+    sure = m("a", 100, 120, 100, 100.9)
+    unsure = Measured("k", "a", 100, 120, 100, 100.9, unsure=frozenset({FIX_PAIR}))
+    assert judge(sure, RULE).kind == "fixed"
+    assert judge(unsure, RULE).kind == "unsure" and "ambiguous at the limit" in judge(unsure, RULE).why
+    d = decide([unsure], RULE)
+    assert not d.kept and d.why == (
+        "fixes nothing in the guard's measurements (1 fixed by the point estimate only: ambiguous at the limit)"
+    )
+    assert decide([unsure, sure], RULE).kept  # a sure fix beside it keeps the change
+    # another pair ambiguous does not make the fix unsure
+    assert judge(Measured("k", "a", 100, 120, 100, 100.9, unsure=frozenset({(0, 2)})), RULE).kind == "fixed"
+
+
+def test_the_measurer_finds_the_pairs_still_ambiguous_from_the_cached_reps():
+    import json
+
+    from harness.retune.cache import Entry, make_key
+    from harness.retune.guard import FIX_PAIR
+    from harness.retune.measure import _unsure
+
+    def entry(t, reps):
+        ev = {"reps": len(reps), "rep_times_us": json.dumps(reps), "spread_pct": 100 * (max(reps) - min(reps)) / t}
+        return Entry(make_key("k", "s", "a", {}, "st", "g", "x"), "ok", t, "", {**ev, "sm_clock_mhz": None})
+
+    golden_old, golden_new = entry(100.0, [99.9, 100.0, 100.1]), entry(100.0, [99.95, 100.0, 100.05])
+    tot_old = entry(120.0, [119.9, 120.0, 120.1])
+    near = entry(100.9, [100.5, 100.9, 101.3])  # 0.1 µs under the limit of 101.0, reps across it
+    assert _unsure([golden_old, tot_old, golden_new, near], RULE) == frozenset({FIX_PAIR})
+    far = entry(100.0, [99.95, 100.0, 100.05])
+    assert _unsure([golden_old, tot_old, golden_new, far], RULE) == frozenset()
+    old = Entry(near.key, "ok", 100.9)  # cached before reps were kept: nothing known
+    assert _unsure([golden_old, tot_old, golden_new, old], RULE) == frozenset()

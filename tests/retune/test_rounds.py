@@ -33,7 +33,7 @@ class Landscape:
     def __init__(self):
         self.cost, self.rounds = Cost(), []
 
-    def guard(self, cases, dirs, phase):
+    def guard(self, cases, dirs, phase, rule=None):
         self.rounds.append(sorted(g.case.key for g in cases))
         out = {}
         for g in cases:
