@@ -84,6 +84,7 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
+    _no_blas_threads()  # before numpy is imported (rule_of)
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.compare.paths import meta_path
@@ -166,6 +167,17 @@ def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
     picked = pick_calibration(cmp, explicit, recorded)
     if picked is not None:
         calibrate_comparison(cmp, *picked)
+
+
+def _no_blas_threads() -> None:
+    """OpenBLAS starts no thread of its own: `harness compare` multiplies no matrices, and the idle thread OpenBLAS
+    starts with numpy spins for ~0.07 CPU-seconds after the import, while Arrow reads the files on both cores. Left
+    as set where the environment sets it, or once numpy is imported (too late)."""
+    import os
+    import sys
+
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _arrow_allocator() -> None:
