@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -452,6 +454,18 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
     )
 
 
+def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
+    """The frame of a load under way, once loaded; None where it failed (whoever waits for it says why)."""
+
+    def frame() -> pd.DataFrame | None:
+        try:
+            return load.result()
+        except Exception:  # raised again where compare_files takes the result
+            return None
+
+    return frame
+
+
 def compare_files(
     golden: str | os.PathLike[str],
     tot: str | os.PathLike[str],
@@ -470,8 +484,9 @@ def compare_files(
 
         check_aa_path(aa, golden, tot)
     with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
-        gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
-        af = pool.submit(load_results, aa) if aa is not None else None
+        gf = pool.submit(load_results, golden)
+        tf = pool.submit(load_results, tot, unique_keys=_frame_of(gf))  # usually golden's cases: no hashing
+        af = pool.submit(load_results, aa, unique_keys=_frame_of(gf)) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
         try:
             adf = af.result() if af is not None else None

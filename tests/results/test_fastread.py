@@ -200,6 +200,30 @@ def test_a_big_file_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, arrow
         load.load_results(p)
 
 
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_a_file_of_anothers_unique_cases_skips_the_hashing_and_nothing_else(tmp_path, monkeypatch, arrow_chars):
+    import pyarrow.compute as pc
+
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
+    rows = [v2_row(case=f"c{i}", time=f"{1 + i % 7}.5") for i in range(20_000)]
+    golden, tot, dup = tmp_path / "golden.csv", tmp_path / "tot.csv", tmp_path / "dup.csv"
+    golden.write_text(V2 + "".join(rows))
+    tot.write_text(V2 + "".join(rows).replace(",5.5,", ",6.5,"))
+    dup.write_text(V2 + "".join(rows[:-1] + [rows[3]]))  # the same length and kernels, one case twice
+    g = load.load_results(golden)
+    hashed, unique = [], pc.unique
+    monkeypatch.setattr(pc, "unique", lambda *a, **k: hashed.append(a) or unique(*a, **k))
+    t = load.load_results(tot, unique_keys=lambda: g)
+    assert not hashed  # golden's cases, golden's order: unique without a look
+    pd.testing.assert_frame_equal(t, load.load_results(tot), check_exact=True)
+    assert hashed  # on its own, the file is hashed
+    for keys in (lambda: g, lambda: None, lambda: g.iloc[:10], lambda: g.assign(kernel="x")):
+        with pytest.raises(
+            HarnessError, match=r"line 20001: duplicate \(kernel, case_id\) = \(k, c3\), first seen on line 5"
+        ):
+            load.load_results(dup, unique_keys=keys)
+
+
 #: cells of clean rows (any mix loads), and the cells that may replace one of them (most are refused)
 CLEAN = {
     "kernel": st.sampled_from(["k", "k2", "gemm_bf16"]),
