@@ -189,6 +189,8 @@ def _column(name: str, col: Any, v1: bool, shared: dict[str, pd.Series]) -> Any:
             col = pa.chunked_array([col.combine_chunks()])
         return _text(pc.fill_null(col, "") if col.null_count else col)
     if name == "world_size":
+        if col.type == pa.null():  # nobody filled it in (most files): one GPU a case, with no pass over NaNs
+            return pd.array(np.ones(len(col), dtype=np.int64), dtype="Int64")
         ws = _floats(col)
         known = ~np.isnan(ws)
         with np.errstate(invalid="ignore"):

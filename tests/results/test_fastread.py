@@ -70,6 +70,7 @@ GOOD = {
     "crlf": (V2 + v2_row() + v2_row(case="b")).replace("\n", "\r\n"),
     "unicode": V2 + v2_row(case="ü-µs", params='"{""name"": ""gemm µ""}"'),
     "inner_spaces_kept": V2 + v2_row(case="a b"),
+    "no_world_sizes": V2 + v2_row(world="") + v2_row(case="b", world=""),
 }
 
 
