@@ -264,3 +264,28 @@ def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(both, text):
         assert fast is None, f"fastread accepted a file the loader refuses: {slow}"
     elif fast is not None:
         pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "b"],
+        ["a", "a"],
+        ["a", "a\x00"],  # alike once padded: Arrow's exact count says they differ
+        ["case1" * 2, "case2" * 2, "case1" * 2],
+        ["B128_M16_N512_K128", "B128_M32_N512_K128"],
+        ["x" * 32, "y" * 32],
+        ["x" * 33, "x" * 33],  # too wide to pad: Arrow's count
+        ["ü", "u"],
+        ["ü", "ü"],  # not ASCII: Arrow's count
+        ["a" * 8, "a" * 7],
+        ["12345678", "12345678"],
+    ],
+)
+def test_distinct_is_arrows_count_of_unique_values(values):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    many = pa.array(values + [f"c{i}" for i in range(1000)], pa.large_string())
+    for arr in (pa.array(values, pa.large_string()), many):
+        assert fastread._distinct(arr) == (len(pc.unique(arr)) == len(arr))
