@@ -203,8 +203,6 @@ def test_a_big_file_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, arrow
 
 @pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
 def test_a_file_of_anothers_unique_cases_skips_the_hashing_and_nothing_else(tmp_path, monkeypatch, arrow_chars):
-    import pyarrow.compute as pc
-
     monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
     rows = [v2_row(case=f"c{i}", time=f"{1 + i % 7}.5") for i in range(20_000)]
     golden, tot, dup = tmp_path / "golden.csv", tmp_path / "tot.csv", tmp_path / "dup.csv"
@@ -212,8 +210,8 @@ def test_a_file_of_anothers_unique_cases_skips_the_hashing_and_nothing_else(tmp_
     tot.write_text(V2 + "".join(rows).replace(",5.5,", ",6.5,"))
     dup.write_text(V2 + "".join(rows[:-1] + [rows[3]]))  # the same length and kernels, one case twice
     g = load.load_results(golden)
-    hashed, unique = [], pc.unique
-    monkeypatch.setattr(pc, "unique", lambda *a, **k: hashed.append(a) or unique(*a, **k))
+    hashed, distinct = [], fastread._distinct
+    monkeypatch.setattr(fastread, "_distinct", lambda *a: hashed.append(a) or distinct(*a))
     t = load.load_results(tot, unique_keys=lambda: g)
     assert not hashed  # golden's cases, golden's order: unique without a look
     pd.testing.assert_frame_equal(t, load.load_results(tot), check_exact=True)
