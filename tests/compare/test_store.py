@@ -41,8 +41,7 @@ def test_write_and_reload(tmp_path):
         assert c in cols
 
 
-@pytest.mark.parametrize("batch_rows, ahead", [(1, 1), (2, 4), (3, 1), (1000, 4)])
-def test_a_big_table_written_in_batches_on_threads_is_the_same_bytes(tmp_path, monkeypatch, batch_rows, ahead):
+def test_a_big_table_written_in_two_halves_is_the_same_bytes(tmp_path, monkeypatch):
     from harness.compare import store
 
     table = compare_files(G, T).table
@@ -53,10 +52,7 @@ def test_a_big_table_written_in_batches_on_threads_is_the_same_bytes(tmp_path, m
 
     whole = written("whole.csv")
     monkeypatch.setattr(store, "SPLIT_ROWS", 2)
-    monkeypatch.setattr(store, "BATCH_ROWS", batch_rows)
-    monkeypatch.setattr(store, "AHEAD", ahead)
-    assert len(table) > 2 and written("batches.csv") == whole
-    assert whole.startswith(b'"kernel","case_id"') and whole.count(b"\n") == len(table) + 1
+    assert len(table) > 2 and written("halves.csv") == whole
 
 
 def test_old_compare_files_load_and_their_skips_are_relabelled(tmp_path):
