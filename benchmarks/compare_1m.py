@@ -112,7 +112,10 @@ for mod, name in ((L, "_read_bytes"), (L, "_decode"), (L, "_read_frame"), (F, "_
         timed(mod, name, "read+parse")
 timed(L, "load_results", "load")
 g, t, out = sys.argv[1:4]
-frames = [L.load_results(g), L.load_results(t)]
+frames = [L.load_results(g)]
+import inspect  # TOT as the command loads it: its cases' uniqueness from golden's where this harness can
+known = {"unique_keys": lambda: frames[0]} if "unique_keys" in inspect.signature(L.load_results).parameters else {}
+frames.append(L.load_results(t, **known))
 c, w = cpu(), time.perf_counter()
 table, warnings = C.compare_frames(*frames, Rule())
 got["compare"] = [cpu() - c, time.perf_counter() - w]

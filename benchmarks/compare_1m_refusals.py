@@ -1,6 +1,6 @@
-"""The loader's refusals at a million rows: one mistake put into the benchmark's golden file per variant, then
-`harness compare` of each, for this checkout and (--base) another, printing each one-line message and exit code and
-whether the two checkouts say the same. A fast path that skipped a check would show up here as exit 0.
+"""The loader's refusals at a million rows: one mistake put into the benchmark's golden file (a few into TOT's) per
+variant, then `harness compare` of each, for this checkout and (--base) another, printing each one-line message and
+exit code and whether the two checkouts say the same. A fast path that skipped a check would show up here as exit 0.
 
     python benchmarks/compare_1m_refusals.py --keep DIR [--base OTHER_CHECKOUT]
 
@@ -31,6 +31,12 @@ MISTAKES = {
     "text in a number column": (99_999, lambda r: r.replace(b",3,", b",three,", 1)),
     "padded kernel (accepted)": (100_000, lambda r: b" " + r),
 }
+#: the same, put into the TOT file: golden's cases, row for row, make TOT's unique without a check of their own
+#: (load_results' unique_keys), so these are TOT's cases other than golden's
+TOT_MISTAKES = {
+    "duplicate case in TOT": (899_999, lambda r: r.replace(b"case899999", b"case899994", 1)),
+    "a TOT case renamed (accepted)": (899_999, lambda r: r.replace(b"case899999", b"case_renamed", 1)),
+}
 
 
 def variant(golden: bytes, row: int, change) -> bytes:  # noqa: ANN001 - a bytes -> bytes function
@@ -56,21 +62,24 @@ def main() -> None:
     if not (g.exists() and t.exists()):
         subprocess.run([sys.executable, str(here / "benchmarks" / "compare_1m.py"), "--keep", str(a.keep),
                         "--repeat", "1"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
-    golden = g.read_bytes()
+    golden, tot = g.read_bytes(), t.read_bytes()
     bad = a.keep / "bad.csv"
     same = 0
-    for name, (row, change) in MISTAKES.items():
-        bad.write_bytes(variant(golden, row, change))
-        rc, msg = run(here, bad, t)
+    mistakes = [(name, *m, False) for name, m in MISTAKES.items()]
+    mistakes += [(name, *m, True) for name, m in TOT_MISTAKES.items()]
+    for name, row, change, in_tot in mistakes:
+        bad.write_bytes(variant(tot if in_tot else golden, row, change))
+        files = (g, bad) if in_tot else (bad, t)
+        rc, msg = run(here, *files)
         line = f"{name}: exit {rc}: {msg or '(no message)'}"
         if a.base:
-            base = run(a.base.resolve(), bad, t)
+            base = run(a.base.resolve(), *files)
             same += base == (rc, msg)
             line += "   [base: same]" if base == (rc, msg) else f"   [base: exit {base[0]}: {base[1]}]"
         print(line)
     bad.unlink()
     if a.base:
-        print(f"{same} of {len(MISTAKES)} the same as {a.base}")
+        print(f"{same} of {len(mistakes)} the same as {a.base}")
 
 
 if __name__ == "__main__":

@@ -173,3 +173,23 @@ def test_compare_ends_quickly_with_what_main_gives(tmp_path, capsys, args, code)
     assert r.stdout == here.out and r.stderr == here.err.replace("main.csv", "cli.csv")
     if code != 2:
         assert (tmp_path / "cli.csv").read_bytes() == (tmp_path / "main.csv").read_bytes()
+
+
+def test_compare_pauses_the_collector_only_for_the_process_first_imports():
+    # as a command: collections paused while the compare stage is imported, what it made frozen; main() called
+    # again in a process that has pandas already (tests) leaves the collector alone
+    code = (
+        "import gc, sys\n"
+        "from harness.cli.compare import _imports_kept\n"
+        "assert 'pandas' not in sys.modules\n"
+        "with _imports_kept():\n"
+        "    assert not gc.isenabled()\n"
+        "    import harness.compare.compare\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
+        "frozen = gc.get_freeze_count()\n"
+        "with _imports_kept():\n"
+        "    assert gc.isenabled()\n"
+        "assert gc.get_freeze_count() == frozen\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,33 +140,43 @@ class Comparison:
         }
 
 
-def _col(df: pd.DataFrame, name: str, rows: np.ndarray, fill: object = "") -> pd.Series | np.ndarray:
-    """``df[name]`` taken at ``rows`` (-1 = no row → ``fill``). Floats come back as numpy; text stays in
-    pandas' (arrow-backed) string arrays, whose ``take`` is cheap, unlike object arrays."""
+def _col(
+    df: pd.DataFrame, name: str, rows: np.ndarray | None, fill: object = "", *, copy: bool = True
+) -> pd.Series | np.ndarray:
+    """``df[name]`` taken at ``rows`` (-1 = no row → ``fill``; None: every row, in order, the usual same-suite
+    case: nothing to take). Floats come back as numpy (with ``copy=False`` and ``rows`` None, where the caller only
+    reads them, possibly the frame's own array: no fresh pages for it); text stays in pandas' (arrow-backed) string
+    arrays, whose ``take`` is cheap, unlike object arrays."""
+    n = len(df) if rows is None else len(rows)
     if fill != "":
         if name not in df.columns:
-            return np.full(len(rows), np.nan)
+            return np.full(n, np.nan)
+        if rows is None:
+            return df[name].to_numpy(dtype=np.float64, na_value=np.nan, copy=copy)
         vals = df[name].to_numpy(dtype=np.float64, na_value=np.nan)
         return pd.api.extensions.take(vals, rows, allow_fill=True, fill_value=np.nan)  # one pass, a new array
     if name not in df.columns:
-        return pd.Series([""] * len(rows), dtype="str")
+        return blank(n)
     col = df[name].astype("str")
-    if len(rows) == len(df) and rows[0] == 0 and rows[-1] == len(df) - 1 and (np.diff(rows) == 1).all():
-        return col.reset_index(drop=True).fillna("")  # identity: the usual same-suite case, no copy
+    if rows is None:
+        return col.reset_index(drop=True).fillna("")  # no copy
     return pd.Series(col.array.take(rows, allow_fill=True)).fillna("")
 
 
-def _status_codes(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """Index into STATUSES of each taken row's status; -1 where there is no row."""
+def _status_codes(df: pd.DataFrame, rows: np.ndarray | None) -> np.ndarray:
+    """Index into STATUSES of each taken row's status (``rows`` None: every row in order); -1 where there is no
+    row."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         arr = pa.array(df["status"].astype("str").array)
-        codes = pc.index_in(arr, value_set=pa.array(list(STATUSES))).to_numpy(zero_copy_only=False)
-        codes = np.nan_to_num(codes.astype(np.float64), nan=-1).astype(np.int8)
+        found = pc.index_in(arr, value_set=pa.array(list(STATUSES)))
+        codes = pc.fill_null(found, -1).to_numpy().astype(np.int8)
     except ImportError:
         codes = pd.Categorical(df["status"], categories=list(STATUSES)).codes.astype(np.int8)
+    if rows is None:
+        return codes
     return np.where(rows >= 0, codes[np.where(rows >= 0, rows, 0)], -1).astype(np.int8)
 
 
@@ -187,10 +199,14 @@ class _Joined:
     ti: np.ndarray
     gsc: np.ndarray
     tsc: np.ndarray
+    #: gi and ti where they take something, None where they are every row of that frame, in order (row i is row i)
+    g_rows: np.ndarray | None = None
+    t_rows: np.ndarray | None = None
 
 
 def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
-    if _same_cases_same_order(golden, tot):  # the usual case (one suite, both stacks): row i is row i, no hashing
+    g_all = t_all = _same_cases_same_order(golden, tot)
+    if g_all:  # the usual case (one suite, both stacks): row i is row i, no hashing
         gi = ti = np.arange(len(golden))
     else:
         keys = case_key(golden["kernel"], golden["case_id"], (tot["kernel"], tot["case_id"]))
@@ -199,6 +215,7 @@ def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: s
         only_t = np.flatnonzero(~np.isin(tk, gk))
         gi = np.concatenate([np.arange(len(golden)), np.full(len(only_t), -1)])
         ti = np.concatenate([t_of_g, only_t])
+        g_all = len(only_t) == 0  # TOT's cases are golden's, in another order, or fewer
     common = int(((gi >= 0) & (ti >= 0)).sum())
     if common == 0:
         raise HarnessError(
@@ -208,7 +225,9 @@ def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: s
     warnings = []
     if common < 0.5 * max(len(golden), len(tot)):
         warnings.append(f"only {common} of {len(golden)} golden / {len(tot)} TOT cases are in both files")
-    return _Joined(golden, tot, gi, ti, _status_codes(golden, gi), _status_codes(tot, ti)), warnings
+    g_rows, t_rows = (None if g_all else gi), (None if t_all else ti)
+    gsc, tsc = _status_codes(golden, g_rows), _status_codes(tot, t_rows)
+    return _Joined(golden, tot, gi, ti, gsc, tsc, g_rows, t_rows), warnings
 
 
 def compare_frames(
@@ -242,7 +261,7 @@ def _compare(
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
     its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous)."""
     j, warnings = _join(golden, tot, golden_name, tot_name)
-    gu, tu = _col(golden, "time_us", j.gi, np.nan), _col(tot, "time_us", j.ti, np.nan)
+    gu, tu = _col(golden, "time_us", j.g_rows, np.nan), _col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
     skip = STATUSES.index("skipped")
     in_g, in_t = j.gi >= 0, j.ti >= 0
@@ -261,9 +280,9 @@ def _compare(
         verdict=pd.Categorical.from_codes(vcode, categories=list(VERDICTS)),
         golden_status=_status_column(j.gsc),
         tot_status=_status_column(j.tsc),
-        golden_config=_col(golden, "config", j.gi),
+        golden_config=_col(golden, "config", j.g_rows),
     )
-    tot_cfg = _col(tot, "config", j.ti)
+    tot_cfg = _col(tot, "config", j.t_rows)
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
     differs = tot_cfg != cols["golden_config"]
     cols["tot_config"] = tot_cfg.where(differs, "") if differs.any() else blank(len(tot_cfg))
@@ -288,26 +307,39 @@ def _evidence(
     sides = ((j.golden, j.gi), (j.tot, j.ti))
 
     def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return tuple(_rep_texts(df, rows[near]) for df, rows in sides)
+        return tuple(_rep_texts(df, rows, near) for df, rows in sides)
 
-    n_reps = tuple(_col(df, "reps", rows, np.nan) for df, rows in sides)  # NaN where a file has no reps column
+    taken = ((j.golden, j.g_rows), (j.tot, j.t_rows))  # only read: the frames' own arrays where nothing is taken
+    n_reps = tuple(_col(df, "reps", rows, np.nan, copy=False) for df, rows in taken)  # NaN: a file without reps
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
-        clocks = (_col(j.golden, "sm_clock_mhz", j.gi, np.nan), _col(j.tot, "sm_clock_mhz", j.ti, np.nan))
-    spreads = [_col(df, "spread_pct", rows, np.nan) for df, rows in sides]
+        clocks = tuple(_col(df, "sm_clock_mhz", rows, np.nan, copy=False) for df, rows in taken)
+    spreads = [_col(df, "spread_pct", rows, np.nan, copy=False) for df, rows in taken]
     looked = unbounded((j.gsc == u) | (j.tsc == u), *spreads)
     ev = assess(gu, tu, vcode, rule, looked, rep_texts, n_reps, clocks, process_pct)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
 
-def _rep_texts(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
-    """The rep-time cells of ``rows``; None where none holds any (as without the column: nothing to parse, and
-    no Python string made for each of a million empty cells)."""
-    if "rep_times_us" not in df.columns:
+def _rep_texts(df: pd.DataFrame, rows: np.ndarray, near: np.ndarray) -> np.ndarray | None:
+    """The rep-time cells of ``rows[near]``; None where none holds any (as without the column: nothing to parse,
+    and no Python string made for each of a million empty cells)."""
+    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
         return None
-    texts = _col(df, "rep_times_us", rows)
+    texts = _col(df, "rep_times_us", rows[near])
     return texts.to_numpy(dtype=object) if texts.str.len().any() else None
+
+
+def _holds_text(col: pd.Series) -> bool:
+    """Whether any cell of a text column holds a character: for Arrow's text, from each chunk's offsets alone
+    (a column nobody filled in, as most files' rep times, is not taken row by row only to find that out)."""
+    to_arrow = getattr(col.array, "__arrow_array__", None)
+    if to_arrow is not None:
+        chunks = to_arrow()
+        chunks = getattr(chunks, "chunks", [chunks])
+        if all(hasattr(c, "offsets") for c in chunks):
+            return any(len(c) and c.offsets[-1].as_py() > c.offsets[0].as_py() for c in chunks)
+    return bool(col.astype("str").str.len().any())
 
 
 def _status_column(codes: np.ndarray) -> pd.Categorical:
@@ -318,12 +350,12 @@ def _case_columns(j: _Joined, golden_name: str, tot_name: str) -> dict[str, Any]
     """What names and describes each case: golden's values, else TOT's (refusing a case described two ways)."""
     cols: dict[str, Any] = {}
     for c in ("kernel", "case_id"):
-        col = _col(j.golden, c, j.gi)
-        cols[c] = col if (j.gi >= 0).all() else col.where(j.gi >= 0, _col(j.tot, c, j.ti))
+        col = _col(j.golden, c, j.g_rows)
+        cols[c] = col if (j.gi >= 0).all() else col.where(j.gi >= 0, _col(j.tot, c, j.t_rows))
     for c in ("params", "dtype", "peak"):
-        cols[c] = _same_case_column(j.golden, j.tot, j.gi, j.ti, c, cols, golden_name, tot_name)
+        cols[c] = _same_case_column(j.golden, j.tot, j.g_rows, j.t_rows, c, cols, golden_name, tot_name)
     for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
-        gv, tv = _col(j.golden, c, j.gi, np.nan), _col(j.tot, c, j.ti, np.nan)
+        gv, tv = _col(j.golden, c, j.g_rows, np.nan, copy=False), _col(j.tot, c, j.t_rows, np.nan, copy=False)
         cols[c] = np.where(np.isnan(gv), tv, gv)
     return cols
 
@@ -398,8 +430,8 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
 def _same_case_column(
     golden: pd.DataFrame,
     tot: pd.DataFrame,
-    gi: np.ndarray,
-    ti: np.ndarray,
+    gi: np.ndarray | None,
+    ti: np.ndarray | None,
     c: str,
     cols: dict[str, Any],
     golden_name: str,
@@ -446,6 +478,18 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
     )
 
 
+def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
+    """The frame of a load under way, once loaded; None where it failed (whoever waits for it says why)."""
+
+    def frame() -> pd.DataFrame | None:
+        try:
+            return load.result()
+        except Exception:  # raised again where compare_files takes the result
+            return None
+
+    return frame
+
+
 def compare_files(
     golden: str | os.PathLike[str],
     tot: str | os.PathLike[str],
@@ -464,8 +508,9 @@ def compare_files(
 
         check_aa_path(aa, golden, tot)
     with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
-        gf, tf = pool.submit(load_results, golden), pool.submit(load_results, tot)
-        af = pool.submit(load_results, aa) if aa is not None else None
+        gf = pool.submit(load_results, golden)
+        tf = pool.submit(load_results, tot, unique_keys=_frame_of(gf))  # usually golden's cases: no hashing
+        af = pool.submit(load_results, aa, unique_keys=_frame_of(gf)) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
         try:
             adf = af.result() if af is not None else None

@@ -292,11 +292,17 @@ def assess(
     near = near_limit(golden_us, tot_us, verdict_codes, rule, process_pct)
     near |= np.isin(verdict_codes, JUDGED) & unstable
     stats = []
+    none = None  # a stack without rep times: no reps anywhere (one set of arrays for both, only read)
     for texts in rep_texts(near) if near.any() else (None, None):
+        if texts is None and none is not None:
+            stats.append(none)
+            continue
         full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
         if texts is not None:
             for out, part in zip(full, rep_stats(texts)):
                 out[near] = part
+        else:
+            none = full
         stats.append(full)
     ev = evidence(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule, process_pct)
     conf = ev["confidence"]

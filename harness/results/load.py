@@ -8,6 +8,7 @@ import io
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -281,13 +282,17 @@ def params_of(cell: Any) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+def load_results(
+    path: str | os.PathLike[str], *, unique_keys: Callable[[], pd.DataFrame | None] | None = None
+) -> pd.DataFrame:
     """Read and validate one results CSV; raise :class:`HarnessError` (one line) on any contract violation.
 
-    The frame carries ``attrs['env']``: the sidecar metadata (``{}`` when there is none).
+    The frame carries ``attrs['env']``: the sidecar metadata (``{}`` when there is none). ``unique_keys``: gives
+    another results frame, already loaded, or None; a file that lists the same cases in the same order needs no
+    check of its own that none is listed twice (fastread; the checks and their messages are the same).
     """
     p = Path(path)
-    df = _read_clean(p)
+    df = _read_clean(p, unique_keys)
     if df is None:  # small, or something to explain: the pandas path names the line
         raw = _read_bytes(p)
         df = parse_results(_decode(raw, p), p, raw)
@@ -295,7 +300,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     return df
 
 
-def _read_clean(path: Path) -> pd.DataFrame | None:
+def _read_clean(path: Path, unique_keys: Callable[[], pd.DataFrame | None] | None = None) -> pd.DataFrame | None:
     """fastread's frame of a file pandas would read with pyarrow too (so both read every cell alike); None for
     any other, or any file it cannot open (the pandas path says why). A file of over 4 x ARROW_CHARS bytes holds
     more than ARROW_CHARS characters whatever its text (UTF-8 takes 4 bytes at most for one): Arrow reads it
@@ -307,7 +312,7 @@ def _read_clean(path: Path) -> pd.DataFrame | None:
         source = path if size > 4 * ARROW_CHARS else path.read_bytes()
     except OSError:
         return None
-    df = fastread.read(source, min_chars=ARROW_CHARS + 1)
+    df = fastread.read(source, min_chars=ARROW_CHARS + 1, unique_keys=unique_keys)
     if df is not None:
         df = v1.upgrade(df) if v1.is_v1(df) else df
         df.attrs["path"] = str(path)

@@ -207,3 +207,29 @@ def test_an_unstable_rows_note_gives_the_guards_reason(tmp_path):
     table = compare_files(tmp_path / "g.csv", tmp_path / "t.csv").table.set_index(["kernel", "case_id"])
     assert table.loc[("bf16", "a"), "note"] == "TOT unstable: ranks disagree: skew 6.0 % > 5 % (rank_times_us)"
     assert table.loc[("a8w8", "f"), "note"] == "unstable reps"
+
+
+def test_holds_text_reads_arrow_offsets_as_the_strings_would():
+    import pandas as pd
+    import pyarrow as pa
+
+    from harness.compare.compare import _holds_text
+    from harness.results.fastread import _text, blank
+
+    def arrow(*chunks: pa.Array) -> pd.Series:
+        return pd.Series(_text(pa.chunked_array(chunks, type=pa.large_string())))
+
+    cases = {
+        "blank": blank(5),
+        "one cell": pd.Series(["", "a"], dtype="str"),
+        "empty cells": pd.Series(["", ""], dtype="str"),
+        "missing": pd.Series(["", None], dtype="str"),
+        "objects": pd.Series(["", "x"], dtype=object),
+        "no rows": pd.Series([], dtype="str"),
+        "sliced past the text": arrow(
+            pa.array(["", ""], pa.large_string()), pa.array(["ab", ""], pa.large_string()).slice(1)
+        ),
+        "sliced onto the text": arrow(pa.array(["", "ab", ""], pa.large_string()).slice(1, 1)),
+    }
+    for name, col in cases.items():
+        assert _holds_text(col) == bool(col.fillna("").astype(str).str.len().any()), name

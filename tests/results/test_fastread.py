@@ -70,6 +70,7 @@ GOOD = {
     "crlf": (V2 + v2_row() + v2_row(case="b")).replace("\n", "\r\n"),
     "unicode": V2 + v2_row(case="ü-µs", params='"{""name"": ""gemm µ""}"'),
     "inner_spaces_kept": V2 + v2_row(case="a b"),
+    "no_world_sizes": V2 + v2_row(world="") + v2_row(case="b", world=""),
 }
 
 
@@ -200,6 +201,28 @@ def test_a_big_file_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, arrow
         load.load_results(p)
 
 
+@pytest.mark.parametrize("arrow_chars", SIZES.values(), ids=SIZES.keys())
+def test_a_file_of_anothers_unique_cases_skips_the_hashing_and_nothing_else(tmp_path, monkeypatch, arrow_chars):
+    monkeypatch.setattr(load, "ARROW_CHARS", arrow_chars)
+    rows = [v2_row(case=f"c{i}", time=f"{1 + i % 7}.5") for i in range(20_000)]
+    golden, tot, dup = tmp_path / "golden.csv", tmp_path / "tot.csv", tmp_path / "dup.csv"
+    golden.write_text(V2 + "".join(rows))
+    tot.write_text(V2 + "".join(rows).replace(",5.5,", ",6.5,"))
+    dup.write_text(V2 + "".join(rows[:-1] + [rows[3]]))  # the same length and kernels, one case twice
+    g = load.load_results(golden)
+    hashed, distinct = [], fastread._distinct
+    monkeypatch.setattr(fastread, "_distinct", lambda *a: hashed.append(a) or distinct(*a))
+    t = load.load_results(tot, unique_keys=lambda: g)
+    assert not hashed  # golden's cases, golden's order: unique without a look
+    pd.testing.assert_frame_equal(t, load.load_results(tot), check_exact=True)
+    assert hashed  # on its own, the file is hashed
+    for keys in (lambda: g, lambda: None, lambda: g.iloc[:10], lambda: g.assign(kernel="x")):
+        with pytest.raises(
+            HarnessError, match=r"line 20001: duplicate \(kernel, case_id\) = \(k, c3\), first seen on line 5"
+        ):
+            load.load_results(dup, unique_keys=keys)
+
+
 #: cells of clean rows (any mix loads), and the cells that may replace one of them (most are refused)
 CLEAN = {
     "kernel": st.sampled_from(["k", "k2", "gemm_bf16"]),
@@ -239,3 +262,28 @@ def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(both, text):
         assert fast is None, f"fastread accepted a file the loader refuses: {slow}"
     elif fast is not None:
         pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "b"],
+        ["a", "a"],
+        ["a", "a\x00"],  # alike once padded: Arrow's exact count says they differ
+        ["case1" * 2, "case2" * 2, "case1" * 2],
+        ["B128_M16_N512_K128", "B128_M32_N512_K128"],
+        ["x" * 32, "y" * 32],
+        ["x" * 33, "x" * 33],  # too wide to pad: Arrow's count
+        ["ü", "u"],
+        ["ü", "ü"],  # not ASCII: Arrow's count
+        ["a" * 8, "a" * 7],
+        ["12345678", "12345678"],
+    ],
+)
+def test_distinct_is_arrows_count_of_unique_values(values):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    many = pa.array(values + [f"c{i}" for i in range(1000)], pa.large_string())
+    for arr in (pa.array(values, pa.large_string()), many):
+        assert fastread._distinct(arr) == (len(pc.unique(arr)) == len(arr))
