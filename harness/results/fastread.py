@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.results import arrowcsv
 from harness.results.schema import MAX_WORLD_SIZE, NUMBER_COLUMNS, REQUIRED, STATUSES, TEXT_COLUMNS, TIMED_STATUSES
-from harness.results.v1 import SHAPE
+from harness.results.v1 import MAX_DIM, SHAPE
 
 #: what Python's str.strip() removes (every ``c.isspace()``; tests/results/test_fastread.py checks the list)
 WHITESPACE = (
@@ -201,7 +201,7 @@ def _column(name: str, col: Any, v1: bool, shared: dict[str, pd.Series]) -> Any:
         vals = _floats(col)
         known = ~np.isnan(vals)
         with np.errstate(invalid="ignore"):
-            if (known & ((vals % 1 != 0) | (vals < 0) | np.isinf(vals))).any():
+            if (known & ((vals % 1 != 0) | (vals < 0) | (vals > MAX_DIM))).any():
                 return None
         shape = pd.array(np.where(known, vals, 0).astype(np.int64), dtype="Int64")
         shape[~known] = pd.NA

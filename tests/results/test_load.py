@@ -65,6 +65,9 @@ def test_good_file_parses(write):
         ("empty_kernel", HEADER + ",a,1,1,1,1,bf16,5,ok,,\n", "line 2: column 'kernel' is empty"),
         ("bad_shape", HEADER + "k,a,1,sixteen,1,1,bf16,5,ok,,\n", "line 2: column 'M' is not a non-negative integer"),
         ("fractional_shape", HEADER + "k,a,1,16.5,1,1,bf16,5,ok,,\n", "column 'M' is not a non-negative integer"),
+        # 1e300 passed as an integer (1e300 % 1 is 0) and wrapped round to a negative int64 size
+        ("huge_shape", HEADER + "k,a,1,1e300,1,1,bf16,5,ok,,\n", "line 2: column 'M' is larger than any dimension"),
+        ("past_2_53", HEADER + "k,a,1,16,1,9007199254740994,bf16,5,ok,,\n", "column 'K' is larger than any dimension"),
         ("ragged", HEADER + "k,a,1,1,1,1,bf16,5,ok,,,,,extra,cells\n", "not a well-formed CSV"),
         ("dup_header", "kernel,case_id,time_us,status,status\nk,a,5,ok,ok\n", "column 'status' appears more than once"),
         ("json", '{"kernel": "k"}\n', "missing required column"),
