@@ -116,7 +116,7 @@ class _Reads(dict):
 
 VARIANTS = {
     BF16: [{}, {"NUM_KSPLIT": 2}, {"PERSISTENT": 1, "EPILOGUE_SUBTILE": 1}],
-    A8W8: [{}, {"NUM_KSPLIT": 2}],
+    A8W8: [{}, {"NUM_KSPLIT": 2}, {"PERSISTENT": 1, "EPILOGUE_SUBTILE": 1}],
     "batched_gemm_a16wfp4": [{}, {"NUM_KSPLIT": 2}],
     "batched_gemm_afp4wfp4": [{}, {"NUM_KSPLIT": 2}],
     PREQUANT: [{}, {"NUM_KSPLIT": 2}, {"QUANT_PASS": 1, "PERSISTENT": 1, "K_GROUPS": 2, "EPILOGUE_SUBTILE": 1}],
@@ -221,7 +221,7 @@ def test_a_field_one_kernel_of_the_entry_ignores_is_refused(suite):
 
 
 def test_a_config_key_one_kernel_of_the_entry_ignores_is_refused(suite):
-    refused(suite(entry([BF16, A8W8], config={"PERSISTENT": 1})), "batched_gemm_a8w8 does not read config key")
+    refused(suite(entry([PREQUANT, A8W8], config={"QUANT_PASS": 1})), "batched_gemm_a8w8 does not read config key")
 
 
 def test_block_size_k_is_refused_where_the_kernel_forces_it(suite):
@@ -414,8 +414,8 @@ def test_a_config_file_typo_names_file_and_bucket(suite, config_dir):
 def test_a_config_file_key_the_kernel_never_reads_is_refused(suite, config_dir):
     f = config_dir / "sm90-BATCHED_GEMM-A8W8-N=128-K=512.json"
     bucket = next(b for b in json.loads(f.read_text()) if not b.startswith("_"))  # past a `_tuned_for` note
-    _poke(f, bucket, "PERSISTENT", 1)  # a8w8 has no persistent variant
-    refused(suite(entry(A8W8)), str(f), "'PERSISTENT'")
+    _poke(f, bucket, "QUANT_PASS", 1)  # a8w8's X comes quantized: it has no quantization pass
+    refused(suite(entry(A8W8)), str(f), "'QUANT_PASS'")
 
 
 def test_only_the_suites_kernels_config_files_are_checked(suite, config_dir):
