@@ -321,13 +321,31 @@ def _evidence(
     return ev
 
 
-def _rep_texts(df: pd.DataFrame, rows: np.ndarray, near: np.ndarray) -> np.ndarray | None:
-    """The rep-time cells of ``rows[near]``; None where none holds any (as without the column: nothing to parse,
-    and no Python string made for each of a million empty cells)."""
+def _rep_texts(df: pd.DataFrame, rows: np.ndarray, near: np.ndarray) -> Any:
+    """The rep-time cells of ``rows[near]``, an Arrow text array (null: no row) that confidence.rep_stats parses
+    with Arrow; None where none holds any (as without the column: nothing to parse)."""
     if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
         return None
-    texts = _col(df, "rep_times_us", rows[near])
-    return texts.to_numpy(dtype=object) if texts.str.len().any() else None
+    import pyarrow.compute as pc
+
+    texts = _arrow_text(df["rep_times_us"], rows[near])
+    return texts if pc.any(pc.greater(pc.binary_length(texts), 0)).as_py() else None
+
+
+def _arrow_text(col: pd.Series, rows: np.ndarray) -> Any:
+    """A text column's cells at ``rows`` (-1: no row, a null) as one Arrow array, without a Python string each."""
+    import pyarrow as pa
+
+    col = col.astype("str")  # as _col reads it
+    to_arrow = getattr(col.array, "__arrow_array__", None)
+    arr = to_arrow() if to_arrow is not None else pa.array(col.astype(object).where(col.notna(), None).tolist())
+    if not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if len(rows) == len(arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all())):
+        return arr  # every row, in order
+    return arr.take(pa.array(rows, mask=rows < 0))
 
 
 def _holds_text(col: pd.Series) -> bool:
@@ -409,11 +427,21 @@ def _failure_notes(j: _Joined, add: Any) -> None:
 def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
     """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
     g, t = j.golden, j.tot
-    if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
-        g_reps = _col(g, "rep_times_us", j.gi[flagged])
-        t_reps = _col(t, "rep_times_us", j.ti[flagged])
-        both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()  # files without rep times: skip
-        for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
+    if "rep_times_us" in g.columns and "rep_times_us" in t.columns and _holds_text(g["rep_times_us"]):
+        import pyarrow.compute as pc
+
+        from harness.compare.reps import overlapping
+
+        g_reps = _arrow_text(g["rep_times_us"], j.gi[flagged])
+        t_reps = _arrow_text(t["rep_times_us"], j.ti[flagged])
+        longer = [pc.fill_null(pc.greater(pc.binary_length(r), 2), False).to_numpy(zero_copy_only=False)
+                  for r in (g_reps, t_reps)]  # fmt: skip
+        both = longer[0] & longer[1]  # files without rep times: skip
+        regression = vcode[flagged] == VERDICTS.index("regression")
+        if both.any():  # overlap_note asked only where it may write a note (the rest are plain lists apart)
+            both &= overlapping(g_reps, t_reps, regression)
+        asked = zip(flagged[both], g_reps.filter(both).to_pylist(), t_reps.filter(both).to_pylist(), strict=True)
+        for i, gr, tr in asked:
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
@@ -421,10 +449,20 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
         g_clk = _col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
         t_clk = _col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
         known = (g_clk > 0) & (t_clk > 0)  # clock_note says nothing without both clocks: ask it only here
+        known &= _clock_moved(g_clk, t_clk, pct[flagged])
         for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
             note = clock_note(float(gc), float(tc), float(pct[i]))
             if note:
                 add(int(i), note)
+
+
+def _clock_moved(golden_mhz: np.ndarray, tot_mhz: np.ndarray, delta_pct: np.ndarray) -> np.ndarray:
+    """Where notes.clock_note may write a note, by its own tests on whole columns (the same float operations):
+    False only where it would say nothing."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)
+        quiet = (np.abs(clock_pct) < 0.3) | (clock_pct * delta_pct <= 0) | (np.abs(clock_pct) < 0.5 * np.abs(delta_pct))
+    return ~np.isnan(delta_pct) & ~quiet
 
 
 def _same_case_column(

@@ -59,7 +59,12 @@ def t975(df: np.ndarray) -> np.ndarray:
 def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean, sample standard deviation) of each row's rep times, given as lists ("[1.0, 2.0]"); an empty
     or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
-    separated by -1 (times are positive): a million rows of 3 reps take well under a second."""
+    separated by -1 (times are positive): a million rows of 3 reps take well under a second. ``texts`` may also
+    be an Arrow text array (what compare takes from its files), parsed by Arrow with the same answers (reps.py)."""
+    from harness.compare.reps import is_arrow, rep_stats_arrow
+
+    if is_arrow(texts):
+        return rep_stats_arrow(texts)
     arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
     filled = arr != ""  # (NaN, None, pd.NA: no rep times)
     if not filled.all():  # files without rep times, rows without: parse only the rest
@@ -97,17 +102,21 @@ def _parse(text: str) -> np.ndarray:
 
 
 def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    vals: list[list[float]] = []
-    for c in cells:
-        try:
-            body = c.strip().strip("[]").strip()
-            v = [float(x) for x in body.split(",")] if body else []
-            vals.append(v if all(x > 0 for x in v) else [])
-        except ValueError:
-            vals.append([])
+    vals = [slow_values(c) for c in cells]
     count = np.array([len(v) for v in vals], dtype=np.int64)
     flat = np.array([x for v in vals for x in v], dtype=np.float64)
     return _moments(flat, np.repeat(np.arange(len(vals)), count), count)
+
+
+def slow_values(cell: str) -> list[float]:
+    """One cell's rep times as rep_stats reads them when its one-pass parse fails: [] unless every value is a
+    positive float."""
+    try:
+        body = cell.strip().strip("[]").strip()
+        v = [float(x) for x in body.split(",")] if body else []
+    except ValueError:
+        return []
+    return v if all(x > 0 for x in v) else []
 
 
 def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
