@@ -1,0 +1,246 @@
+"""Rep-time cells parsed with Arrow (reps.py) against the Python code that parsed them before: rep_stats' counts,
+means and deviations bit for bit, the rep-range and clock notes, odd cells included, in every position."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from harness.compare import compare as C
+from harness.compare.confidence import rep_stats
+from harness.compare.notes import clock_note, overlap_note
+from harness.compare.reps import overlapping, parse_plain
+
+#: inf - inf in rep_stats' moments (an "[inf, 2]" cell), before and after alike
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+
+#: cells a file may hold: a runner's lists, and everything else the loader lets through
+EDGE = [
+    "",
+    None,
+    "[]",
+    "[ ]",
+    "[1.5]",
+    "[12.5,12.51,12.49]",
+    "[12.5, 12.51, 12.49]",
+    "[12.5,  12.51]",
+    " [1,2] ",
+    "[ 1 , 2 ]",
+    "[1,2]\n",
+    "[\t1,2]",
+    "[1e3,2E-2,3e+1]",
+    "[1.5e400, 2]",
+    "[1e-400, 2]",
+    "[1e999]",
+    "[0, 1]",
+    "[0.0,1]",
+    "[-1, 2]",
+    "[-1.0]",
+    "[-1]",
+    "[-2, 3]",
+    "[NaN, 1]",
+    "[nan,1]",
+    "[inf, 2]",
+    "[Infinity, 2]",
+    "[-Infinity, 2]",
+    "n/a",
+    "[12.5,12.51",
+    "12.5,12.51]",
+    "12.5",
+    "[1,,2]",
+    "[1,2,]",
+    "[1;2]",
+    "[1_0, 2]",
+    "[01, 2]",
+    "[.5, 2]",
+    "[1., 2]",
+    "[+1, 2]",
+    "[0x10, 2]",
+    '"[1,2]"',
+    '["1","2"]',
+    "[true, 2]",
+    "[[1,2],[3,4]]",
+    '{"a": 1}',
+    "[１, 2]",  # a fullwidth digit: float() reads it, json does not
+    "[1234567890123456789012345, 2]",
+    "[12345678901234567890, 2]",
+    "[1.234567890123456789012345, 2]",
+    "[" + ",".join(str(1 + k / 1000) for k in range(2000)) + "]",
+    "[" + "1" * 5000 + "]",
+]
+
+
+def _arrow(cells: list) -> pa.Array:
+    return pa.array(cells, type=pa.large_string())
+
+
+def _same_stats(cells: list) -> None:
+    old = rep_stats(np.array(cells, dtype=object))
+    new = rep_stats(_arrow(cells))
+    for a, b in zip(old, new, strict=True):
+        assert a.dtype == b.dtype
+        assert np.array_equal(a, b, equal_nan=True), (cells, a, b)
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("cell", EDGE)
+def test_each_cell_alone_first_middle_last(cell):
+    plain = ["[10.0,10.1,9.9]", "[5.25,5.5]", "[7.1]"]
+    for cells in ([cell], [cell, *plain], [plain[0], cell, *plain[1:]], [*plain, cell], [cell, cell, plain[0]]):
+        _same_stats(cells)
+
+
+def test_mixed_batches_fuzz():
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n = int(rng.integers(1, 12))
+        cells = []
+        for _ in range(n):
+            if rng.random() < 0.6:
+                k = int(rng.integers(1, 6))
+                vals = np.round(rng.lognormal(2, 2, k), int(rng.integers(0, 6)))
+                sep = "," if rng.random() < 0.7 else ", "
+                cells.append("[" + sep.join(map(repr, vals.tolist())) + "]")
+            else:
+                cells.append(EDGE[int(rng.integers(len(EDGE)))])
+        _same_stats(cells)
+
+
+def test_plain_values_are_pythons():
+    rng = np.random.default_rng(3)
+    texts = [f"{x:.{int(d)}e}" for x, d in zip(rng.lognormal(0, 8, 5000), rng.integers(0, 25, 5000), strict=True)]
+    texts += [repr(x) for x in rng.lognormal(0, 8, 5000).tolist()]
+    _, plain, count, values = parse_plain(_arrow([f"[{t}]" for t in texts]))
+    assert plain.sum() > 8000 and (count == plain).all()  # more than 20 digits after the point: odd
+    assert values.tolist() == [float(t) for t, p in zip(texts, plain, strict=True) if p]
+
+
+def test_large_batch_without_odd_cells_takes_no_python_parse(monkeypatch):
+    from harness.compare import confidence
+
+    def refuse(*_a, **_k):
+        raise AssertionError("parsed in Python")
+
+    monkeypatch.setattr(confidence, "_parse", refuse)
+    monkeypatch.setattr(confidence, "slow_values", refuse)
+    cells = [f"[{k + 1}.5,{k + 1}.25,{k + 1}.75]" for k in range(1000)] + ["", None]
+    n, mean, sd = rep_stats(_arrow(cells))
+    assert n[:1000].tolist() == [3] * 1000 and mean[0] == 1.5 and np.isnan(mean[-1])
+
+
+@pytest.mark.parametrize("regression", [True, False])
+def test_overlapping_is_false_only_where_overlap_note_is_silent(regression):
+    cells = [c for c in EDGE if c is not None] + ["[10.0,10.5]", "[10.4,11.0]", "[11.0,12.0]", "[9.0,9.5,10.2]"]
+    g = [a for a in cells for _ in cells]
+    t = [b for _ in cells for b in cells]
+    may = overlapping(_arrow(g), _arrow(t), np.full(len(g), regression))
+    for a, b, m in zip(g, t, may, strict=True):
+        if not m:
+            assert overlap_note(a, b, regression) == "", (a, b)
+    plain_notes = [overlap_note(a, b, regression) != "" for a, b in zip(g, t, strict=True)]
+    assert sum(plain_notes) and sum(may) < len(g)
+
+
+def test_clock_moved_is_false_only_where_clock_note_is_silent():
+    rng = np.random.default_rng(5)
+    n = 20000
+    g = rng.choice([1980.0, 1950.0, 1900.0, 2000.0, np.nan, 0.0, -5.0, np.inf], n) * rng.normal(1, 0.01, n)
+    t = rng.choice([1980.0, 1950.0, 1900.0, np.nan, np.inf], n) * rng.normal(1, 0.01, n)
+    pct = rng.choice([np.nan, 0.0, 1.0], n) * rng.normal(0, 3, n)
+    known = (g > 0) & (t > 0)
+    moved = C._clock_moved(g, t, pct)
+    for a, b, d, k, m in zip(g, t, pct, known, moved, strict=True):
+        if k and not m:
+            assert clock_note(float(a), float(b), float(d)) == ""
+    assert (known & moved).sum() > 100
+
+
+def _old_rep_texts(df, rows, near):
+    """compare._rep_texts before Arrow: Python strings."""
+    if "rep_times_us" not in df.columns or not C._holds_text(df["rep_times_us"]):
+        return None
+    texts = C._col(df, "rep_times_us", rows[near])
+    return texts.to_numpy(dtype=object) if texts.str.len().any() else None
+
+
+def _old_flag_notes(j, flagged, vcode, pct, add):
+    """compare._flag_notes before Arrow: every flagged case's notes asked of notes.py."""
+    g, t = j.golden, j.tot
+    if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
+        g_reps = C._col(g, "rep_times_us", j.gi[flagged])
+        t_reps = C._col(t, "rep_times_us", j.ti[flagged])
+        both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()
+        for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
+            note = overlap_note(str(gr), str(tr), C.VERDICTS[vcode[i]] == "regression")
+            if note:
+                add(int(i), note, join=False)
+    if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
+        g_clk = C._col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
+        t_clk = C._col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
+        known = (g_clk > 0) & (t_clk > 0)
+        for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
+            note = clock_note(float(gc), float(tc), float(pct[i]))
+            if note:
+                add(int(i), note)
+
+
+def _results(path, n, seed, odd, base=None, order=None):
+    rng = np.random.default_rng(seed)
+    t = rng.lognormal(3, 1, n) if base is None else base * rng.normal(1.0, 0.02, n)
+    reps = [
+        "[" + ",".join(map(repr, np.round(x * (1 + rng.normal(0, 0.01, k)), 4).tolist())) + "]"
+        for x, k in zip(t, rng.choice([1, 3, 5], n, p=[0.05, 0.8, 0.15]), strict=True)
+    ]
+    for k, cell in enumerate(odd):
+        reps[(k * 37 + seed) % n] = cell
+    status = np.where(rng.random(n) < 0.02, "compile_error", "ok")
+    df = pd.DataFrame(
+        {
+            "kernel": "k",
+            "case_id": [f"c{k}" for k in range(n)],
+            "B": 1,
+            "M": 1,
+            "N": 1,
+            "K": 1,
+            "dtype": "bf16",
+            "time_us": np.where(status == "ok", np.round(t, 4).astype(str), ""),
+            "status": status,
+            "reps": 3,
+            "rep_times_us": np.where(status == "ok", reps, ""),
+            "sm_clock_mhz": np.round(1980 * (1 - np.abs(rng.normal(0, 0.01, n))), 1),
+            "error": np.where(status == "ok", "", "boom"),
+        }
+    )
+    if order is not None:
+        df = df.iloc[order]
+    df.to_csv(path, index=False)
+    return t
+
+
+@pytest.mark.parametrize(
+    ("n", "odd", "shuffle"),
+    [
+        (3000, [], False),  # a runner's lists only: rep_stats' one-pass parse
+        (3000, ["[12.5, 12.51, 12.49]", "[12.5,12.51", "[-3, 4]", "[nan, 2]"], False),  # still one pass
+        (3000, ["[]", "n/a", "[-3, 4]", "[0, 1]", "[1e999, 2]", "[NaN, 5]"], False),  # the fallback, cell by cell
+        (3000, ["[]", "[1, 2]"], True),  # other order: the cells taken
+        (60000, ["[ ]", "[-1]", "x"], False),  # over 1 MB: the fast reader
+    ],
+)
+def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    base = _results(g, n, 1, odd)
+    order = np.random.default_rng(0).permutation(n) if shuffle else None
+    _results(t, n, 2, odd[::-1], base, order)
+    from harness.compare.compare import compare_files
+
+    new = compare_files(g, t).table
+    monkeypatch.setattr(C, "_rep_texts", _old_rep_texts)
+    monkeypatch.setattr(C, "_flag_notes", _old_flag_notes)
+    old = compare_files(g, t).table
+    pd.testing.assert_frame_equal(new, old)
+    assert (new["note"].astype(str).str.startswith("rep ranges overlap")).any()
+    assert (new["note"].astype(str).str.startswith("NVML SM clock")).any()
+    assert set(new["confidence"].astype(str)) >= {"confident", "ambiguous"}
