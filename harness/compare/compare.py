@@ -202,6 +202,19 @@ class _Joined:
     #: gi and ti where they take something, None where they are every row of that frame, in order (row i is row i)
     g_rows: np.ndarray | None = None
     t_rows: np.ndarray | None = None
+    #: each frame's rep-time column, parsed once (reps.Column) for the interval and the notes; None: no rep times
+    rep_columns: dict[str, Any] = field(default_factory=dict)
+
+    def reps(self, side: str) -> Any:
+        """reps.Column of golden's (``side`` 'golden') or TOT's rep times; None where its file has none."""
+        if side not in self.rep_columns:
+            df = self.golden if side == "golden" else self.tot
+            self.rep_columns[side] = None
+            if "rep_times_us" in df.columns and _holds_text(df["rep_times_us"]):
+                from harness.compare.reps import Column
+
+                self.rep_columns[side] = Column(_arrow_column(df["rep_times_us"]))
+        return self.rep_columns[side]
 
 
 def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
@@ -261,6 +274,7 @@ def _compare(
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
     its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous)."""
     j, warnings = _join(golden, tot, golden_name, tot_name)
+    _parse_reps(j)
     gu, tu = _col(golden, "time_us", j.g_rows, np.nan), _col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
     skip = STATUSES.index("skipped")
@@ -304,10 +318,10 @@ def _evidence(
     """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
     where given; 'unknown' without rep times."""
     u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
-    sides = ((j.golden, j.gi), (j.tot, j.ti))
+    sides = (("golden", j.gi), ("tot", j.ti))
 
-    def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return tuple(_rep_texts(df, rows, near) for df, rows in sides)
+    def rep_texts(near: np.ndarray) -> tuple[Any, ...]:
+        return tuple(_rep_texts(j, side, rows, near) for side, rows in sides)
 
     taken = ((j.golden, j.g_rows), (j.tot, j.t_rows))  # only read: the frames' own arrays where nothing is taken
     n_reps = tuple(_col(df, "reps", rows, np.nan, copy=False) for df, rows in taken)  # NaN: a file without reps
@@ -321,31 +335,42 @@ def _evidence(
     return ev
 
 
-def _rep_texts(df: pd.DataFrame, rows: np.ndarray, near: np.ndarray) -> Any:
-    """The rep-time cells of ``rows[near]``, an Arrow text array (null: no row) that confidence.rep_stats parses
-    with Arrow; None where none holds any (as without the column: nothing to parse)."""
-    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
+def _parse_reps(j: _Joined) -> None:
+    """Both files' rep times parsed at once, on two threads (Arrow and numpy work without the GIL): the interval
+    and the notes then take their rows."""
+    columns = [c for c in (j.reps("golden"), j.reps("tot")) if c is not None]
+    if len(columns) < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        tot = pool.submit(columns[1].parsed)
+        columns[0].parsed()
+        tot.result()
+
+
+def _rep_texts(j: _Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
+    """The rep-time cells of ``rows[near]`` of one side (reps.Cells: parsed with Arrow, no Python string a cell);
+    None where none holds any (as without the column: nothing to parse)."""
+    column = j.reps(side)
+    if column is None:
         return None
-    import pyarrow.compute as pc
-
-    texts = _arrow_text(df["rep_times_us"], rows[near])
-    return texts if pc.any(pc.greater(pc.binary_length(texts), 0)).as_py() else None
+    cells = column.at(None if len(rows) == len(near) and near.all() and _every_row(rows, column) else rows[near])
+    return cells if cells.parsed()[0].any() else None
 
 
-def _arrow_text(col: pd.Series, rows: np.ndarray) -> Any:
-    """A text column's cells at ``rows`` (-1: no row, a null) as one Arrow array, without a Python string each."""
+def _every_row(rows: np.ndarray, column: Any) -> bool:
+    return len(rows) == len(column.arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all()))
+
+
+def _arrow_column(col: pd.Series) -> Any:
+    """A text column as Arrow large strings (nulls: empty cells), without a Python string each."""
     import pyarrow as pa
 
     col = col.astype("str")  # as _col reads it
     to_arrow = getattr(col.array, "__arrow_array__", None)
     arr = to_arrow() if to_arrow is not None else pa.array(col.astype(object).where(col.notna(), None).tolist())
-    if not pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.large_string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if len(rows) == len(arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all())):
-        return arr  # every row, in order
-    return arr.take(pa.array(rows, mask=rows < 0))
+    return arr if pa.types.is_large_string(arr.type) else arr.cast(pa.large_string())
 
 
 def _holds_text(col: pd.Series) -> bool:
@@ -427,21 +452,17 @@ def _failure_notes(j: _Joined, add: Any) -> None:
 def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
     """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
     g, t = j.golden, j.tot
-    if "rep_times_us" in g.columns and "rep_times_us" in t.columns and _holds_text(g["rep_times_us"]):
-        import pyarrow.compute as pc
-
+    gc, tc = j.reps("golden"), j.reps("tot")
+    if gc is not None and tc is not None:  # else no case has rep times a side (overlap_note needs both)
         from harness.compare.reps import overlapping
 
-        g_reps = _arrow_text(g["rep_times_us"], j.gi[flagged])
-        t_reps = _arrow_text(t["rep_times_us"], j.ti[flagged])
-        longer = [pc.fill_null(pc.greater(pc.binary_length(r), 2), False).to_numpy(zero_copy_only=False)
-                  for r in (g_reps, t_reps)]  # fmt: skip
-        both = longer[0] & longer[1]  # files without rep times: skip
+        g_reps, t_reps = gc.at(j.gi[flagged]), tc.at(j.ti[flagged])
+        both = (g_reps.lengths() > 2) & (t_reps.lengths() > 2)
         regression = vcode[flagged] == VERDICTS.index("regression")
         if both.any():  # overlap_note asked only where it may write a note (the rest are plain lists apart)
             both &= overlapping(g_reps, t_reps, regression)
-        asked = zip(flagged[both], g_reps.filter(both).to_pylist(), t_reps.filter(both).to_pylist(), strict=True)
-        for i, gr, tr in asked:
+        asked = np.flatnonzero(both)
+        for i, gr, tr in zip(flagged[asked], g_reps.texts(asked), t_reps.texts(asked), strict=True):
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)

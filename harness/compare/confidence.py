@@ -61,10 +61,11 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
     separated by -1 (times are positive): a million rows of 3 reps take well under a second. ``texts`` may also
     be an Arrow text array (what compare takes from its files), parsed by Arrow with the same answers (reps.py)."""
-    from harness.compare.reps import is_arrow, rep_stats_arrow
+    from harness.compare.reps import cells_of, rep_stats_arrow
 
-    if is_arrow(texts):
-        return rep_stats_arrow(texts)
+    cells = cells_of(texts)
+    if cells is not None:
+        return rep_stats_arrow(cells)
     arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
     filled = arr != ""  # (NaN, None, pd.NA: no rep times)
     if not filled.all():  # files without rep times, rows without: parse only the rest

@@ -3,11 +3,16 @@ parsers they replace: confidence.rep_stats' (for the interval) and notes.overlap
 note).
 
 A cell a runner writes is *plain*: a JSON list of one or more numbers in JSON's own grammar (no sign, at most 20
-digits a part), ", " or "," between them, each parsing to a positive finite float. On such a cell numpy's
+digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100. On such a cell numpy's
 ``fromstring``, Python's ``float`` and ``json``, and Arrow's cast (all correctly rounded) give the same floats,
 so Arrow parses them. Every other filled cell (an empty list, spaces, a cell cut short, NaN, a negative or zero
 time, text) is *odd*: it is handed to the Python code that read every cell before, with the same context, so it
-is read as it always was; files hold none or a few."""
+is read as it always was; files hold none or a few.
+
+A column is parsed once, whole, into per-cell figures (count, mean and deviation as confidence._moments takes
+them, smallest and largest rep); each question (the cases near a limit, the flagged ones) then picks its rows.
+A plain cell's figures are its own, whichever other cells are asked about with it, and their arithmetic cannot
+overflow (no warning where the Python code gave none)."""
 
 from __future__ import annotations
 
@@ -20,32 +25,143 @@ _NUM = r"(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
 PLAIN = rf"^\[{_NUM}(?:, ?{_NUM})*\]$"
 
 
-def is_arrow(texts: Any) -> bool:
-    """Whether ``texts`` is an Arrow array (or chunked array) of text, the kind :func:`parse_plain` reads."""
-    try:
+class Column:
+    """A text column of rep times (Arrow, whole), parsed once for every question asked of its cells."""
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+        self._parsed: tuple[np.ndarray, ...] | None = None
+        self._lengths: np.ndarray | None = None
+
+    def lengths(self) -> np.ndarray:
+        """Each cell's length in characters (0: empty)."""
+        if self._lengths is None:
+            import pyarrow.compute as pc
+
+            got = pc.fill_null(pc.utf8_length(self.arr), 0).to_numpy(zero_copy_only=False)
+            self._lengths = got.astype(np.int64, copy=False)
+        return self._lengths
+
+    def parsed(self) -> tuple[np.ndarray, ...]:
+        """(filled, plain, count, mean, sd, lo, hi) per cell: :func:`parse_plain`'s first three, then each plain
+        cell's mean and sample deviation (as confidence._moments takes them) and its smallest and largest value
+        (NaN where there are none)."""
+        if self._parsed is None:
+            filled = self.lengths() > 0
+            n = len(filled)
+            plain, count = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+            mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
+            at = 0
+            for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
+                end = at + len(batch)
+                _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
+                mean[at:end], sd[at:end] = moments(values, count[at:end])
+                lo[at:end], hi[at:end] = _range(values, count[at:end])
+                at = end
+            self._parsed = (filled, plain, count, mean, sd, lo, hi)
+        return self._parsed
+
+    def at(self, rows: np.ndarray | None) -> Cells:
+        return Cells(self, rows)
+
+
+#: rows parsed at a time (Column.parsed)
+BATCH = 65536
+
+
+def _batches(arr: Any) -> Any:
+    """``arr`` (an Arrow array or chunked array) as arrays of about BATCH rows, in order: small chunks joined,
+    a large array sliced (no copy)."""
+    import pyarrow as pa
+
+    pending: list[Any] = []
+    rows = 0
+    for chunk in arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]:
+        if len(chunk) >= BATCH:
+            if pending:
+                yield pa.concat_arrays(pending)
+                pending, rows = [], 0
+            for at in range(0, len(chunk), BATCH):
+                yield chunk.slice(at, BATCH)
+            continue
+        pending.append(chunk)
+        rows += len(chunk)
+        if rows >= BATCH:
+            yield pa.concat_arrays(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.concat_arrays(pending)
+
+
+class Cells:
+    """The cells of a :class:`Column` at ``rows`` (-1: no row, an empty cell; None: every row, in order): what
+    compare hands confidence.rep_stats instead of a Python string a cell."""
+
+    def __init__(self, column: Column, rows: np.ndarray | None) -> None:
+        self.column, self.rows = column, rows
+
+    def __len__(self) -> int:
+        return len(self.column.arr) if self.rows is None else len(self.rows)
+
+    def parsed(self) -> tuple[np.ndarray, ...]:
+        """Column.parsed of these cells (no row: an empty cell)."""
+        full = self.column.parsed()
+        r = self.rows
+        if r is None:
+            return full
+        there = r >= 0
+        at = np.where(there, r, 0)
+        empty = (False, False, 0, np.nan, np.nan, np.nan, np.nan)
+        return tuple(a[at] if there.all() else np.where(there, a[at], e) for a, e in zip(full, empty, strict=True))
+
+    def texts(self, which: np.ndarray) -> list[str]:
+        """The cells at positions ``which`` (of these cells; each one filled) as Python strings."""
         import pyarrow as pa
-    except ImportError:
-        return False
-    return isinstance(texts, (pa.Array, pa.ChunkedArray))
+
+        rows = which if self.rows is None else self.rows[which]
+        arr = self.column.arr
+        if not isinstance(arr, pa.ChunkedArray):
+            return arr.take(pa.array(rows, type=pa.int64())).to_pylist()
+        # a chunked array's take joins its chunks first (the whole column, for a few cells): each chunk's own
+        ends = np.cumsum([len(c) for c in arr.chunks])
+        chunk = np.searchsorted(ends, rows, side="right")
+        out: list[str] = [""] * len(rows)
+        for c in np.unique(chunk):
+            at = np.flatnonzero(chunk == c)
+            local = rows[at] - (ends[c - 1] if c else 0)
+            for k, v in zip(at, arr.chunk(int(c)).take(pa.array(local, type=pa.int64())).to_pylist(), strict=True):
+                out[k] = v
+        return out
+
+    def lengths(self) -> np.ndarray:
+        """Each cell's length in characters (0: empty or no row)."""
+        full = self.column.lengths()
+        if self.rows is None:
+            return full
+        return np.where(self.rows >= 0, full[np.where(self.rows >= 0, self.rows, 0)], 0)
 
 
-def parse_plain(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(filled, plain, count, values) of an Arrow text array (nulls are empty cells): which cells hold text, which
-    are plain (module docstring), each plain cell's number of values (0 elsewhere) and their values, flat, in
-    order."""
+def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(filled, plain, count, values) of an Arrow text array (nulls are empty cells): which cells hold text (where
+    not given), which are plain (module docstring), each plain cell's number of values (0 elsewhere) and their
+    values, flat, in order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(arr)
-    filled = pc.fill_null(pc.greater(pc.binary_length(arr), 0), False).to_numpy(zero_copy_only=False)
+    if filled is None:
+        filled = pc.fill_null(pc.greater(pc.binary_length(arr), 0), False).to_numpy(zero_copy_only=False)
     plain = pc.fill_null(pc.match_substring_regex(arr, PLAIN), False).to_numpy(zero_copy_only=False)
     count = np.zeros(n, dtype=np.int64)
     if not plain.any():
         return filled, plain, count, np.zeros(0)
-    lists = pc.split_pattern(pc.utf8_slice_codeunits(arr.filter(pa.array(plain)), 1, -1), ",")
-    values = pc.cast(pc.utf8_ltrim(pc.list_flatten(lists), " "), pa.float64()).to_numpy(zero_copy_only=False)
+    lists = pc.split_pattern(arr.filter(pa.array(plain)), ",")  # "[1.5", " 2.5]": trimmed as one
+    try:
+        values = pc.cast(pc.utf8_trim(pc.list_flatten(lists), "[] "), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # not expected of a plain cell; if ever: every cell odd, read by the Python code
+        return filled, np.zeros(n, dtype=bool), count, np.zeros(0)
     per = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    bad_value = ~((values > 0) & np.isfinite(values))  # zero, an underflow, 1e999: the Python readers decide
+    bad_value = ~((values > 0) & (values < 1e100))  # zero, an underflow, 1e999: the Python readers decide
     if bad_value.any():
         bad_cell = np.bincount(np.repeat(np.arange(len(per)), per)[bad_value], minlength=len(per)) > 0
         values = values[~np.repeat(bad_cell, per)]
@@ -56,31 +172,77 @@ def parse_plain(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     return filled, plain, count, values
 
 
-def rep_stats_arrow(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """confidence.rep_stats of an Arrow text array, cell for cell the same counts, means and deviations.
+def cells_of(texts: Any) -> Cells | None:
+    """``texts`` as :class:`Cells` where it is Arrow text or Cells already; None for anything else (an array of
+    Python strings, which confidence.rep_stats parses itself)."""
+    if isinstance(texts, Cells):
+        return texts
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    return Column(texts).at(None) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else None
+
+
+def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """confidence.rep_stats of these cells, cell for cell the same counts, means and deviations.
 
     rep_stats parses all filled cells in one ``np.fromstring`` (rows separated by -1) and, where that fails
     anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which of
     the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the context they
-    had (after a row's -1 separator, or first), then as the fallback did."""
+    had (after a row's -1 separator, or first), then as the fallback did; their moments are _moments' own."""
     from harness.compare import confidence as C
 
-    filled, plain, count, values = parse_plain(arr)
+    filled, plain, count, mean, sd, _, _ = cells.parsed()
     odd = np.flatnonzero(filled & ~plain)
     if len(odd):
-        cells = arr.take(odd).to_pylist()
+        texts = cells.texts(odd)
         first = np.flatnonzero(filled)[0]
         lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
-        rows = _fast_rows(lead + ",-1,".join(cells).replace("[", "").replace("]", "") + ",-1", len(cells), lead)
+        rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
         if rows is None:
-            rows = [C.slow_values(c) for c in cells]
-        count[odd] = [len(r) for r in rows]
-        mine = np.repeat(plain, count)  # each value's place: a plain cell's, in order, or an odd one's
-        flat = np.empty(len(mine))
-        flat[mine] = values
-        flat[~mine] = [x for r in rows for x in r]
-        values = flat
-    return C._moments(values, np.repeat(np.arange(len(count)), count), count)
+            rows = [C.slow_values(c) for c in texts]
+        n = np.array([len(r) for r in rows], dtype=np.int64)
+        flat = np.array([x for r in rows for x in r], dtype=np.float64)
+        count, mean, sd = count.copy(), mean.copy(), sd.copy()
+        count[odd], mean[odd], sd[odd] = C._moments(flat, np.repeat(np.arange(len(odd)), n), n)
+    return count, mean, sd
+
+
+#: rep_stats' moments are taken a column of reps at a time for cells of at most this many reps
+_FEW = 8
+
+
+def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sample standard deviation) of each cell's ``count`` values (``values``: flat, in order, each over 0
+    and under 1e100), bit for bit confidence._moments' (a sum is the same additions in the same order, from 0.0)
+    without its per-value row numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by
+    _moments itself."""
+    from harness.compare.confidence import _moments
+
+    n = len(count)
+    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    other = count > _FEW
+    for k in np.flatnonzero(np.bincount(count[~other], minlength=1)[1:]) + 1:
+        rows = np.flatnonzero((count == k) & ~other)
+        at = starts[rows]
+        total = np.zeros(len(rows))
+        for j in range(k):
+            total += values[at + j]
+        m = total / k
+        mean[rows] = m
+        if k > 1:
+            dev = np.zeros(len(rows))
+            for j in range(k):
+                dev += (values[at + j] - m) ** 2
+            sd[rows] = np.sqrt(dev / (k - 1))
+    if other.any():
+        rows = np.flatnonzero(other)
+        c = count[rows]
+        _, mean[rows], sd[rows] = _moments(values[np.repeat(other, count)], np.repeat(np.arange(len(rows)), c), c)
+    return mean, sd
 
 
 def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
@@ -100,15 +262,13 @@ def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
     return [flat[s:e].tolist() for s, e in zip(starts[skip:], ends[skip:], strict=True)]
 
 
-def overlapping(g: Any, t: Any, regression: np.ndarray) -> np.ndarray:
-    """Rows of two Arrow text arrays (golden's and TOT's rep times of the same flagged cases) for which
-    notes.overlap_note may write a note: both plain with 2+ reps whose ranges overlap, or either odd (overlap_note
-    reads those itself). False only where overlap_note would say nothing."""
-    gf, gp, gn, gv = parse_plain(g)
-    tf, tp, tn, tv = parse_plain(t)
+def overlapping(g: Cells, t: Cells, regression: np.ndarray) -> np.ndarray:
+    """Rows of golden's and TOT's rep times of the same flagged cases for which notes.overlap_note may write a
+    note: both plain with 2+ reps whose ranges overlap, or either odd (overlap_note reads those itself). False
+    only where overlap_note would say nothing."""
+    gf, gp, gn, _, _, gmin, gmax = g.parsed()
+    tf, tp, tn, _, _, tmin, tmax = t.parsed()
     both = gp & tp & (gn >= 2) & (tn >= 2)
-    gmin, gmax = _range(gv, gn)
-    tmin, tmax = _range(tv, tn)
     slow_min = np.where(regression, tmin, gmin)
     fast_max = np.where(regression, gmax, tmax)
     with np.errstate(invalid="ignore"):

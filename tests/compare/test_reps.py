@@ -11,10 +11,13 @@ import pytest
 from harness.compare import compare as C
 from harness.compare.confidence import rep_stats
 from harness.compare.notes import clock_note, overlap_note
-from harness.compare.reps import overlapping, parse_plain
+from harness.compare.reps import Column, overlapping, parse_plain
 
-#: inf - inf in rep_stats' moments (an "[inf, 2]" cell), before and after alike
-pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+#: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning"),
+    pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning"),
+]
 
 #: cells a file may hold: a runner's lists, and everything else the loader lets through
 EDGE = [
@@ -135,7 +138,7 @@ def test_overlapping_is_false_only_where_overlap_note_is_silent(regression):
     cells = [c for c in EDGE if c is not None] + ["[10.0,10.5]", "[10.4,11.0]", "[11.0,12.0]", "[9.0,9.5,10.2]"]
     g = [a for a in cells for _ in cells]
     t = [b for _ in cells for b in cells]
-    may = overlapping(_arrow(g), _arrow(t), np.full(len(g), regression))
+    may = overlapping(Column(_arrow(g)).at(None), Column(_arrow(t)).at(None), np.full(len(g), regression))
     for a, b, m in zip(g, t, may, strict=True):
         if not m:
             assert overlap_note(a, b, regression) == "", (a, b)
@@ -157,8 +160,9 @@ def test_clock_moved_is_false_only_where_clock_note_is_silent():
     assert (known & moved).sum() > 100
 
 
-def _old_rep_texts(df, rows, near):
+def _old_rep_texts(j, side, rows, near):
     """compare._rep_texts before Arrow: Python strings."""
+    df = j.golden if side == "golden" else j.tot
     if "rep_times_us" not in df.columns or not C._holds_text(df["rep_times_us"]):
         return None
     texts = C._col(df, "rep_times_us", rows[near])
@@ -244,3 +248,42 @@ def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
     assert (new["note"].astype(str).str.startswith("rep ranges overlap")).any()
     assert (new["note"].astype(str).str.startswith("NVML SM clock")).any()
     assert set(new["confidence"].astype(str)) >= {"confident", "ambiguous"}
+
+
+def test_moments_bit_for_bit():
+    from harness.compare.confidence import _moments
+    from harness.compare.reps import moments
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        count = rng.choice([0, 1, 2, 3, 3, 3, 5, 8, 9, 40], int(rng.integers(0, 300)))
+        values = rng.lognormal(3, 2, int(count.sum())) * rng.choice([1.0, 1.0, 1.0, -1.0], int(count.sum()))
+        if len(values) and rng.random() < 0.5:
+            values[rng.integers(len(values), size=3)] = rng.choice([np.inf, -np.inf, np.nan, 1e200, 0.0, -0.0], 3)
+        _, m0, s0 = _moments(values, np.repeat(np.arange(len(count)), count), count)
+        m1, s1 = moments(values, count)
+        assert m0.tobytes() == m1.tobytes() and s0.tobytes() == s1.tobytes()
+
+
+@pytest.mark.parametrize("batch", [65536, 7, 120])
+def test_cells_at_rows_as_the_cells_taken(monkeypatch, batch):
+    from harness.compare import reps
+
+    monkeypatch.setattr(reps, "BATCH", batch)  # chunks joined, chunks sliced
+    rng = np.random.default_rng(2)
+    cells = [EDGE[int(k)] for k in rng.integers(len(EDGE), size=300)] + ["[1.5,2.5]", "[3e1, 4, 5]"] * 100
+    col = Column(pa.chunked_array([_arrow(cells[:250]), _arrow(cells[250:])]))
+    for rows in (
+        np.arange(len(cells)),
+        np.sort(rng.choice(len(cells), 120, replace=False)),  # some rows, in order
+        rng.permutation(len(cells))[:200],
+        np.where(rng.random(150) < 0.2, -1, rng.integers(len(cells), size=150)),  # -1: no row
+        np.array([], dtype=np.int64),
+    ):
+        taken = [cells[r] if r >= 0 else None for r in rows]
+        want = parse_plain(_arrow(taken))[:3]
+        got = col.at(rows).parsed()[:3]
+        for a, b in zip(want, got, strict=True):
+            assert a.tobytes() == b.tobytes()
+        for a, b in zip(rep_stats(np.array(taken, dtype=object)), rep_stats(col.at(rows)), strict=True):
+            assert a.tobytes() == b.tobytes()
