@@ -457,12 +457,14 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
         from harness.compare.reps import overlapping
 
         g_reps, t_reps = gc.at(j.gi[flagged]), tc.at(j.ti[flagged])
-        both = (g_reps.lengths() > 2) & (t_reps.lengths() > 2)
+        both = (g_reps.lengths() > 2) & (t_reps.lengths() > 2)  # bytes: over 2 where characters are
         regression = vcode[flagged] == VERDICTS.index("regression")
         if both.any():  # overlap_note asked only where it may write a note (the rest are plain lists apart)
             both &= overlapping(g_reps, t_reps, regression)
         asked = np.flatnonzero(both)
         for i, gr, tr in zip(flagged[asked], g_reps.texts(asked), t_reps.texts(asked), strict=True):
+            if len(gr) <= 2 or len(tr) <= 2:  # characters, as pandas' str.len counts them (non-ASCII cells)
+                continue
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)

@@ -34,11 +34,11 @@ class Column:
         self._lengths: np.ndarray | None = None
 
     def lengths(self) -> np.ndarray:
-        """Each cell's length in characters (0: empty)."""
+        """Each cell's length in bytes (0: empty; as many as its characters where it is ASCII)."""
         if self._lengths is None:
             import pyarrow.compute as pc
 
-            got = pc.fill_null(pc.utf8_length(self.arr), 0).to_numpy(zero_copy_only=False)
+            got = pc.fill_null(pc.binary_length(self.arr), 0).to_numpy(zero_copy_only=False)
             self._lengths = got.astype(np.int64, copy=False)
         return self._lengths
 
@@ -55,8 +55,7 @@ class Column:
             for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
                 end = at + len(batch)
                 _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
-                mean[at:end], sd[at:end] = moments(values, count[at:end])
-                lo[at:end], hi[at:end] = _range(values, count[at:end])
+                mean[at:end], sd[at:end], lo[at:end], hi[at:end] = figures(values, count[at:end])
                 at = end
             self._parsed = (filled, plain, count, mean, sd, lo, hi)
         return self._parsed
@@ -134,7 +133,7 @@ class Cells:
         return out
 
     def lengths(self) -> np.ndarray:
-        """Each cell's length in characters (0: empty or no row)."""
+        """Each cell's length in bytes (0: empty or no row)."""
         full = self.column.lengths()
         if self.rows is None:
             return full
@@ -214,14 +213,19 @@ _FEW = 8
 
 
 def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, sample standard deviation) of each cell's ``count`` values (``values``: flat, in order, each over 0
-    and under 1e100), bit for bit confidence._moments' (a sum is the same additions in the same order, from 0.0)
-    without its per-value row numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by
-    _moments itself."""
+    """(mean, sample standard deviation) of each cell's ``count`` values: :func:`figures`' first two."""
+    return figures(values, count)[:2]
+
+
+def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(mean, sample standard deviation, smallest, largest) of each cell's ``count`` values (``values``: flat, in
+    order, each over 0 and under 1e100; NaN for a cell without any), the first two bit for bit
+    confidence._moments' (a sum is the same additions in the same order, from 0.0) without its per-value row
+    numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by _moments itself."""
     from harness.compare.confidence import _moments
 
     n = len(count)
-    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
+    mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(count[:-1], out=starts[1:])
     other = count > _FEW
@@ -229,10 +233,13 @@ def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarr
         rows = np.flatnonzero((count == k) & ~other)
         at = starts[rows]
         total = np.zeros(len(rows))
+        least = most = None
         for j in range(k):
-            total += values[at + j]
+            v = values[at + j]
+            total += v
+            least, most = (v, v) if least is None else (np.minimum(least, v), np.maximum(most, v))
         m = total / k
-        mean[rows] = m
+        mean[rows], lo[rows], hi[rows] = m, least, most
         if k > 1:
             dev = np.zeros(len(rows))
             for j in range(k):
@@ -241,8 +248,10 @@ def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarr
     if other.any():
         rows = np.flatnonzero(other)
         c = count[rows]
-        _, mean[rows], sd[rows] = _moments(values[np.repeat(other, count)], np.repeat(np.arange(len(rows)), c), c)
-    return mean, sd
+        mine = values[np.repeat(other, count)]
+        _, mean[rows], sd[rows] = _moments(mine, np.repeat(np.arange(len(rows)), c), c)
+        lo[rows], hi[rows] = _range(mine, c)
+    return mean, sd, lo, hi
 
 
 def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:

@@ -67,6 +67,9 @@ EDGE = [
     "[[1,2],[3,4]]",
     '{"a": 1}',
     "[１, 2]",  # a fullwidth digit: float() reads it, json does not
+    "éé",  # 2 characters, 4 bytes: too short for a rep range, as pandas counts
+    "ééé",
+    "[é]",
     "[1234567890123456789012345, 2]",
     "[12345678901234567890, 2]",
     "[1.234567890123456789012345, 2]",
@@ -230,7 +233,7 @@ def _results(path, n, seed, odd, base=None, order=None):
         (3000, ["[12.5, 12.51, 12.49]", "[12.5,12.51", "[-3, 4]", "[nan, 2]"], False),  # still one pass
         (3000, ["[]", "n/a", "[-3, 4]", "[0, 1]", "[1e999, 2]", "[NaN, 5]"], False),  # the fallback, cell by cell
         (3000, ["[]", "[1, 2]"], True),  # other order: the cells taken
-        (60000, ["[ ]", "[-1]", "x"], False),  # over 1 MB: the fast reader
+        (60000, ["[ ]", "[-1]", "x", "éé", "[1e200, 3e200]"], False),  # over 1 MB: the fast reader
     ],
 )
 def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
