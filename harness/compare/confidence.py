@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from harness.compare.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values
 from harness.compare.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
@@ -61,8 +62,6 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
     separated by -1 (times are positive): a million rows of 3 reps take well under a second. ``texts`` may also
     be an Arrow text array (what compare takes from its files), parsed by Arrow with the same answers (reps.py)."""
-    from harness.compare.reps import cells_of, rep_stats_arrow
-
     cells = cells_of(texts)
     if cells is not None:
         return rep_stats_arrow(cells)
@@ -91,44 +90,11 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _moments(values, rows, count.astype(np.int64))
 
 
-def _parse(text: str) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
-        try:
-            return np.fromstring(text, sep=",")
-        except (DeprecationWarning, ValueError) as err:
-            raise ValueError(str(err)) from None
-
-
 def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     vals = [slow_values(c) for c in cells]
     count = np.array([len(v) for v in vals], dtype=np.int64)
     flat = np.array([x for v in vals for x in v], dtype=np.float64)
     return _moments(flat, np.repeat(np.arange(len(vals)), count), count)
-
-
-def slow_values(cell: str) -> list[float]:
-    """One cell's rep times as rep_stats reads them when its one-pass parse fails: [] unless every value is a
-    positive float."""
-    try:
-        body = cell.strip().strip("[]").strip()
-        v = [float(x) for x in body.split(",")] if body else []
-    except ValueError:
-        return []
-    return v if all(x > 0 for x in v) else []
-
-
-def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = len(count)
-    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
-    has, two = count > 0, count > 1
-    sums = np.bincount(rows, weights=values, minlength=n)
-    mean[has] = sums[has] / count[has]
-    dev = np.bincount(rows, weights=(values - mean[rows]) ** 2, minlength=n)
-    sd[two] = np.sqrt(dev[two] / (count[two] - 1))
-    return count, mean, sd
 
 
 def evidence(

@@ -9,7 +9,7 @@ so Arrow parses them. Every other filled cell (an empty list, spaces, a cell cut
 time, text) is *odd*: it is handed to the Python code that read every cell before, with the same context, so it
 is read as it always was; files hold none or a few.
 
-A column is parsed once, whole, into per-cell figures (count, mean and deviation as confidence._moments takes
+A column is parsed once, whole, into per-cell figures (count, mean and deviation as _moments takes
 them, smallest and largest rep); each question (the cases near a limit, the flagged ones) then picks its rows.
 A plain cell's figures are its own, whichever other cells are asked about with it, and their arithmetic cannot
 overflow (no warning where the Python code gave none)."""
@@ -44,7 +44,7 @@ class Column:
 
     def parsed(self) -> tuple[np.ndarray, ...]:
         """(filled, plain, count, mean, sd, lo, hi) per cell: :func:`parse_plain`'s first three, then each plain
-        cell's mean and sample deviation (as confidence._moments takes them) and its smallest and largest value
+        cell's mean and sample deviation (as _moments takes them) and its smallest and largest value
         (NaN where there are none)."""
         if self._parsed is None:
             filled = self.lengths() > 0
@@ -190,8 +190,6 @@ def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which of
     the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the context they
     had (after a row's -1 separator, or first), then as the fallback did; their moments are _moments' own."""
-    from harness.compare import confidence as C
-
     filled, plain, count, mean, sd, _, _ = cells.parsed()
     odd = np.flatnonzero(filled & ~plain)
     if len(odd):
@@ -200,11 +198,11 @@ def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
         rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
         if rows is None:
-            rows = [C.slow_values(c) for c in texts]
+            rows = [slow_values(c) for c in texts]
         n = np.array([len(r) for r in rows], dtype=np.int64)
         flat = np.array([x for r in rows for x in r], dtype=np.float64)
         count, mean, sd = count.copy(), mean.copy(), sd.copy()
-        count[odd], mean[odd], sd[odd] = C._moments(flat, np.repeat(np.arange(len(odd)), n), n)
+        count[odd], mean[odd], sd[odd] = _moments(flat, np.repeat(np.arange(len(odd)), n), n)
     return count, mean, sd
 
 
@@ -220,10 +218,8 @@ def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
     """(mean, sample standard deviation, smallest, largest) of each cell's ``count`` values (``values``: flat, in
     order, each over 0 and under 1e100; NaN for a cell without any), the first two bit for bit
-    confidence._moments' (a sum is the same additions in the same order, from 0.0) without its per-value row
+    _moments' (a sum is the same additions in the same order, from 0.0) without its per-value row
     numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by _moments itself."""
-    from harness.compare.confidence import _moments
-
     n = len(count)
     mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
     starts = np.zeros(n, dtype=np.int64)
@@ -257,8 +253,6 @@ def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
 def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
     """The values of each of ``n`` cells as rep_stats' one-pass parse reads them (``text``: their joined text),
     None where that parse fails (rep_stats then reads every cell with ``float``)."""
-    from harness.compare.confidence import _parse
-
     try:
         flat = _parse(text)
     except ValueError:
@@ -269,6 +263,42 @@ def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
         return None
     starts = np.concatenate(([0], ends[:-1] + 1))
     return [flat[s:e].tolist() for s, e in zip(starts[skip:], ends[skip:], strict=True)]
+
+
+# rep_stats' own Python parsers and moments (confidence.rep_stats reads arrays of Python strings with them)
+
+
+def _parse(text: str) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
+        try:
+            return np.fromstring(text, sep=",")
+        except (DeprecationWarning, ValueError) as err:
+            raise ValueError(str(err)) from None
+
+
+def slow_values(cell: str) -> list[float]:
+    """One cell's rep times as rep_stats reads them when its one-pass parse fails: [] unless every value is a
+    positive float."""
+    try:
+        body = cell.strip().strip("[]").strip()
+        v = [float(x) for x in body.split(",")] if body else []
+    except ValueError:
+        return []
+    return v if all(x > 0 for x in v) else []
+
+
+def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(count)
+    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
+    has, two = count > 0, count > 1
+    sums = np.bincount(rows, weights=values, minlength=n)
+    mean[has] = sums[has] / count[has]
+    dev = np.bincount(rows, weights=(values - mean[rows]) ** 2, minlength=n)
+    sd[two] = np.sqrt(dev[two] / (count[two] - 1))
+    return count, mean, sd
 
 
 def overlapping(g: Cells, t: Cells, regression: np.ndarray) -> np.ndarray:

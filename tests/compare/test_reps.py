@@ -124,13 +124,13 @@ def test_plain_values_are_pythons():
 
 
 def test_large_batch_without_odd_cells_takes_no_python_parse(monkeypatch):
-    from harness.compare import confidence
+    from harness.compare import reps
 
     def refuse(*_a, **_k):
         raise AssertionError("parsed in Python")
 
-    monkeypatch.setattr(confidence, "_parse", refuse)
-    monkeypatch.setattr(confidence, "slow_values", refuse)
+    monkeypatch.setattr(reps, "_parse", refuse)
+    monkeypatch.setattr(reps, "slow_values", refuse)
     cells = [f"[{k + 1}.5,{k + 1}.25,{k + 1}.75]" for k in range(1000)] + ["", None]
     n, mean, sd = rep_stats(_arrow(cells))
     assert n[:1000].tolist() == [3] * 1000 and mean[0] == 1.5 and np.isnan(mean[-1])
@@ -254,8 +254,7 @@ def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
 
 
 def test_moments_bit_for_bit():
-    from harness.compare.confidence import _moments
-    from harness.compare.reps import moments
+    from harness.compare.reps import _moments, moments
 
     rng = np.random.default_rng(11)
     for _ in range(50):
