@@ -208,13 +208,18 @@ class _Joined:
     def reps(self, side: str) -> Any:
         """reps.Column of golden's (``side`` 'golden') or TOT's rep times; None where its file has none."""
         if side not in self.rep_columns:
-            df = self.golden if side == "golden" else self.tot
-            self.rep_columns[side] = None
-            if "rep_times_us" in df.columns and _holds_text(df["rep_times_us"]):
-                from harness.compare.reps import Column
-
-                self.rep_columns[side] = Column(_arrow_column(df["rep_times_us"]))
+            self.rep_columns[side] = rep_column(self.golden if side == "golden" else self.tot)
         return self.rep_columns[side]
+
+
+def rep_column(df: pd.DataFrame) -> Any:
+    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes); None where no
+    cell holds any."""
+    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
+        return None
+    from harness.compare.reps import Column
+
+    return Column(_arrow_column(df["rep_times_us"]))
 
 
 def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
@@ -270,10 +275,14 @@ def _compare(
     golden_name: str,
     tot_name: str,
     process_pct: np.ndarray | None = None,
+    golden_reps: Callable[[], Any] | None = None,
 ) -> tuple[pd.DataFrame, list[str], dict[str, np.ndarray]]:
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
-    its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous)."""
+    its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous).
+    ``golden_reps``: golden's rep_column, started while TOT loaded (compare_files)."""
     j, warnings = _join(golden, tot, golden_name, tot_name)
+    if golden_reps is not None:
+        j.rep_columns["golden"] = golden_reps()
     _parse_reps(j)
     gu, tu = _col(golden, "time_us", j.g_rows, np.nan), _col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
@@ -336,17 +345,13 @@ def _evidence(
 
 
 def _parse_reps(j: _Joined) -> None:
-    """Both files' rep times parsed at once, on two threads (Arrow and numpy work without the GIL): the interval
-    and the notes then take their rows."""
+    """Both files' rep times parsed on threads of their own (each started once, golden's perhaps while TOT's file
+    was still being checked) while the verdicts and the notes that need no reps are made: the interval and the
+    rep-range notes then take their rows."""
     columns = [c for c in (j.reps("golden"), j.reps("tot")) if c is not None]
-    if len(columns) < 2:
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        tot = pool.submit(columns[1].parsed)
-        columns[0].parsed()
-        tot.result()
+    if len(columns) == 2:
+        for c in columns:
+            c.start()
 
 
 def _rep_texts(j: _Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
@@ -551,6 +556,14 @@ def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
     return frame
 
 
+def _reps_started(load: Future[pd.DataFrame]) -> Any:
+    """rep_column of a frame under way, its parse started once it is loaded; None where it failed to load (the
+    load's error is raised where compare_files takes it) or holds no rep times."""
+    frame = _frame_of(load)()
+    column = rep_column(frame) if frame is not None else None
+    return column.start() if column is not None else None
+
+
 def compare_files(
     golden: str | os.PathLike[str],
     tot: str | os.PathLike[str],
@@ -568,9 +581,10 @@ def compare_files(
         from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_gpus, check_aa_path, noted
 
         check_aa_path(aa, golden, tot)
-    with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
+    with ThreadPoolExecutor(4) as pool:  # the CSV readers release the GIL: read the files at once
         gf = pool.submit(load_results, golden)
         tf = pool.submit(load_results, tot, unique_keys=_frame_of(gf))  # usually golden's cases: no hashing
+        g_reps = pool.submit(_reps_started, gf)  # golden's rep times parsed while TOT's file is checked
         af = pool.submit(load_results, aa, unique_keys=_frame_of(gf)) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
         try:
@@ -585,7 +599,7 @@ def compare_files(
         check_aa_gpus(gdf, adf, aa)
         aa_warnings = [w for w in (apart(genv, aenv, aa),) if w]
         sigma_rows, noise = aa_sigma(gdf, adf, rule, str(aa))
-    table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows)
+    table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows, g_reps.result)
     record: dict[str, Any] = {}
     if adf is not None:
         record = aa_record(aa, noise, table, process["sigma"], process["by_process"])

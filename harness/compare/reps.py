@@ -32,6 +32,17 @@ class Column:
         self.arr = arr
         self._parsed: tuple[np.ndarray, ...] | None = None
         self._lengths: np.ndarray | None = None
+        self._future: Any = None
+
+    def start(self) -> Column:
+        """Parse on a thread of its own from now on (Arrow and numpy work without the GIL); parsed() waits for it."""
+        if self._parsed is None and self._future is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(1)
+            self._future = pool.submit(self._parse)
+            pool.shutdown(wait=False)
+        return self
 
     def lengths(self) -> np.ndarray:
         """Each cell's length in bytes (0: empty; as many as its characters where it is ASCII)."""
@@ -47,18 +58,21 @@ class Column:
         cell's mean and sample deviation (as _moments takes them) and its smallest and largest value
         (NaN where there are none)."""
         if self._parsed is None:
-            filled = self.lengths() > 0
-            n = len(filled)
-            plain, count = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
-            mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
-            at = 0
-            for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
-                end = at + len(batch)
-                _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
-                mean[at:end], sd[at:end], lo[at:end], hi[at:end] = figures(values, count[at:end])
-                at = end
-            self._parsed = (filled, plain, count, mean, sd, lo, hi)
+            self._parsed = self._future.result() if self._future is not None else self._parse()
         return self._parsed
+
+    def _parse(self) -> tuple[np.ndarray, ...]:
+        filled = self.lengths() > 0
+        n = len(filled)
+        plain, count = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+        mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
+        at = 0
+        for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
+            end = at + len(batch)
+            _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
+            mean[at:end], sd[at:end], lo[at:end], hi[at:end] = figures(values, count[at:end])
+            at = end
+        return filled, plain, count, mean, sd, lo, hi
 
     def at(self, rows: np.ndarray | None) -> Cells:
         return Cells(self, rows)
