@@ -355,13 +355,14 @@ def _parse_reps(j: _Joined) -> None:
 
 
 def _rep_texts(j: _Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
-    """The rep-time cells of ``rows[near]`` of one side (reps.Cells: parsed with Arrow, no Python string a cell);
-    None where none holds any (as without the column: nothing to parse)."""
+    """The rep-time cells of one side's ``rows`` (reps.Cells: parsed with Arrow, no Python string a cell), whose
+    figures assess takes at ``near`` (Cells.stats_where); None where none of those holds any (as without the
+    column: nothing to parse)."""
     column = j.reps(side)
     if column is None:
         return None
-    cells = column.at(None if len(rows) == len(near) and near.all() and _every_row(rows, column) else rows[near])
-    return cells if cells.parsed()[0].any() else None
+    cells = column.at(None if _every_row(rows, column) else rows)
+    return cells if (cells.parsed((0,))[0] & near).any() else None
 
 
 def _every_row(rows: np.ndarray, column: Any) -> bool:

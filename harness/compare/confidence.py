@@ -258,7 +258,8 @@ def assess(
     process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """``evidence`` for every row, judged as compare does: rep times are read only for the cases near a limit
-    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without);
+    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without; or
+    reps.Cells of every row, whose figures are taken at those rows);
     the rest are confident when each stack counted at least 2 reps (``counted``); a confident verdict whose time
     moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. ``process_pct``: each case's
     between-process noise σ_p (NaN: none), which widens its interval (:func:`widened`) and the window of cases
@@ -272,6 +273,9 @@ def assess(
     for texts in rep_texts(near) if near.any() else (None, None):
         if texts is None and none is not None:
             stats.append(none)
+            continue
+        if hasattr(texts, "stats_where"):  # reps.Cells of every row: the figures in place, nothing taken
+            stats.append(texts.stats_where(near))
             continue
         full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
         if texts is not None:

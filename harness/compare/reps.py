@@ -45,12 +45,13 @@ class Column:
         return self
 
     def lengths(self) -> np.ndarray:
-        """Each cell's length in bytes (0: empty; as many as its characters where it is ASCII)."""
+        """Each cell's length in bytes, up to 3 (0: empty; over 2 where its characters are, as they are where it is
+        ASCII): all that is asked of them, a byte a cell."""
         if self._lengths is None:
             import pyarrow.compute as pc
 
             got = pc.fill_null(pc.binary_length(self.arr), 0).to_numpy(zero_copy_only=False)
-            self._lengths = got.astype(np.int64, copy=False)
+            self._lengths = np.minimum(got, 3).astype(np.int8)
         return self._lengths
 
     def parsed(self) -> tuple[np.ndarray, ...]:
@@ -116,16 +117,46 @@ class Cells:
     def __len__(self) -> int:
         return len(self.column.arr) if self.rows is None else len(self.rows)
 
-    def parsed(self) -> tuple[np.ndarray, ...]:
-        """Column.parsed of these cells (no row: an empty cell)."""
+    def parsed(self, fields: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)) -> tuple[np.ndarray, ...]:
+        """Column.parsed of these cells (no row: an empty cell); only ``fields`` of it, in their order. Every row,
+        in order: the column's own arrays (only read)."""
         full = self.column.parsed()
         r = self.rows
         if r is None:
-            return full
+            return tuple(full[f] for f in fields)
         there = r >= 0
         at = np.where(there, r, 0)
         empty = (False, False, 0, np.nan, np.nan, np.nan, np.nan)
-        return tuple(a[at] if there.all() else np.where(there, a[at], e) for a, e in zip(full, empty, strict=True))
+        return tuple(full[f][at] if there.all() else np.where(there, full[f][at], empty[f]) for f in fields)
+
+    def stats_where(self, near: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """confidence.rep_stats of the cells at ``near`` (a mask of these cells), at their places in arrays of
+        all these cells (count 0, NaN elsewhere): what assess makes of rep_stats' answer, without taking the
+        cells out and putting their figures back (and, for every cell of a column in order, the column's own
+        arrays, only read).
+
+        rep_stats parses all filled cells in one ``np.fromstring`` (rows separated by -1) and, where that fails
+        anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which
+        of the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the
+        context they had (after a row's -1 separator, or first), then as the fallback did; their moments are
+        _moments' own."""
+        filled, plain, count, mean, sd = self.parsed((0, 1, 2, 3, 4))
+        if not near.all():
+            filled = filled & near
+            count, mean, sd = np.where(near, count, 0), np.where(near, mean, np.nan), np.where(near, sd, np.nan)
+        odd = np.flatnonzero(filled & ~plain)
+        if len(odd):
+            texts = self.texts(odd)
+            first = np.flatnonzero(filled)[0]
+            lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
+            rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
+            if rows is None:
+                rows = [slow_values(c) for c in texts]
+            n = np.array([len(r) for r in rows], dtype=np.int64)
+            flat = np.array([x for r in rows for x in r], dtype=np.float64)
+            count, mean, sd = count.copy(), mean.copy(), sd.copy()
+            count[odd], mean[odd], sd[odd] = _moments(flat, np.repeat(np.arange(len(odd)), n), n)
+        return count, mean, sd
 
     def texts(self, which: np.ndarray) -> list[str]:
         """The cells at positions ``which`` (of these cells; each one filled) as Python strings."""
@@ -147,7 +178,7 @@ class Cells:
         return out
 
     def lengths(self) -> np.ndarray:
-        """Each cell's length in bytes (0: empty or no row)."""
+        """Each cell's length in bytes, up to 3 (0: empty or no row)."""
         full = self.column.lengths()
         if self.rows is None:
             return full
@@ -198,26 +229,10 @@ def cells_of(texts: Any) -> Cells | None:
 
 
 def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """confidence.rep_stats of these cells, cell for cell the same counts, means and deviations.
-
-    rep_stats parses all filled cells in one ``np.fromstring`` (rows separated by -1) and, where that fails
-    anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which of
-    the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the context they
-    had (after a row's -1 separator, or first), then as the fallback did; their moments are _moments' own."""
-    filled, plain, count, mean, sd, _, _ = cells.parsed()
-    odd = np.flatnonzero(filled & ~plain)
-    if len(odd):
-        texts = cells.texts(odd)
-        first = np.flatnonzero(filled)[0]
-        lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
-        rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
-        if rows is None:
-            rows = [slow_values(c) for c in texts]
-        n = np.array([len(r) for r in rows], dtype=np.int64)
-        flat = np.array([x for r in rows for x in r], dtype=np.float64)
-        count, mean, sd = count.copy(), mean.copy(), sd.copy()
-        count[odd], mean[odd], sd[odd] = _moments(flat, np.repeat(np.arange(len(odd)), n), n)
-    return count, mean, sd
+    """confidence.rep_stats of these cells, cell for cell the same counts, means and deviations
+    (:meth:`Cells.stats_where`, every cell)."""
+    count, mean, sd = cells.stats_where(np.ones(len(cells), dtype=bool))
+    return count.copy(), mean.copy(), sd.copy()  # the caller's own, as rep_stats' always were
 
 
 #: rep_stats' moments are taken a column of reps at a time for cells of at most this many reps
@@ -319,8 +334,8 @@ def overlapping(g: Cells, t: Cells, regression: np.ndarray) -> np.ndarray:
     """Rows of golden's and TOT's rep times of the same flagged cases for which notes.overlap_note may write a
     note: both plain with 2+ reps whose ranges overlap, or either odd (overlap_note reads those itself). False
     only where overlap_note would say nothing."""
-    gf, gp, gn, _, _, gmin, gmax = g.parsed()
-    tf, tp, tn, _, _, tmin, tmax = t.parsed()
+    gf, gp, gn, gmin, gmax = g.parsed((0, 1, 2, 5, 6))
+    tf, tp, tn, tmin, tmax = t.parsed((0, 1, 2, 5, 6))
     both = gp & tp & (gn >= 2) & (tn >= 2)
     slow_min = np.where(regression, tmin, gmin)
     fast_max = np.where(regression, gmax, tmax)

@@ -289,3 +289,23 @@ def test_cells_at_rows_as_the_cells_taken(monkeypatch, batch):
             assert a.tobytes() == b.tobytes()
         for a, b in zip(rep_stats(np.array(taken, dtype=object)), rep_stats(col.at(rows)), strict=True):
             assert a.tobytes() == b.tobytes()
+
+
+def test_stats_where_as_assess_scattered_them():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        cells = [
+            EDGE[int(rng.integers(len(EDGE)))] if rng.random() < 0.3 else f"[{rng.random() + 1:.3f},{rng.random() + 1}]"
+            for _ in range(n)
+        ]
+        near = rng.random(n) < 0.7
+        rows = None if rng.random() < 0.5 else rng.permutation(n)
+        taken = cells if rows is None else [cells[r] for r in rows]
+        want = (np.zeros(n, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan))
+        if near.any():
+            for out, part in zip(want, rep_stats(np.array(taken, dtype=object)[near]), strict=True):
+                out[near] = part
+        got = Column(_arrow(cells)).at(rows).stats_where(near)
+        for a, b in zip(want, got, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
