@@ -296,7 +296,7 @@ def assess(
     return ev
 
 
-#: cases from which assess works out ``evidence`` in two halves at once, on two threads (numpy's arithmetic runs
+#: cases with 2+ reps a side from which assess works out ``evidence`` in two halves at once, on two threads (numpy's arithmetic runs
 #: without the GIL; every figure is the case's own, so the halves joined are the whole's, bit for bit)
 HALVES = 200_000
 
@@ -311,7 +311,7 @@ def _evidence_halves(
     process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     n = len(verdict_codes)
-    if n < HALVES:
+    if n < HALVES or int(((golden_reps[0] >= 2) & (tot_reps[0] >= 2)).sum()) < HALVES:  # little arithmetic
         return evidence(golden_us, tot_us, golden_reps, tot_reps, verdict_codes, rule, process_pct)
     from concurrent.futures import ThreadPoolExecutor
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from harness.compare import compare as C
-from harness.compare.confidence import rep_stats
+from harness.compare.confidence import evidence, rep_stats
 from harness.compare.notes import clock_note, overlap_note
 from harness.compare.reps import Column, overlapping, parse_plain
 
@@ -312,20 +312,24 @@ def test_stats_where_as_assess_scattered_them():
 
 
 @pytest.mark.parametrize("process", [False, True])
-def test_evidence_in_halves_is_the_whole(process):
+def test_evidence_in_halves_is_the_whole(monkeypatch, process):
     from harness.compare import confidence
     from harness.compare.rule import Rule
 
+    monkeypatch.setattr(confidence, "HALVES", 1000)
+    calls = []
+    monkeypatch.setattr(confidence, "evidence", lambda *a, **k: calls.append(len(a[0])) or evidence(*a, **k))
     rng = np.random.default_rng(9)
-    n = confidence.HALVES + 1001
+    n = 5001
     g = rng.lognormal(3, 1.5, n)
     t = g * rng.normal(1, 0.01, n)
     reps = [(rng.choice([0, 1, 2, 3, 5], n), g * (1 + rng.normal(0, 0.003, n)), g * np.abs(rng.normal(0, 0.003, n)))]
     reps.append((rng.choice([0, 2, 3], n), t, t * np.abs(rng.normal(0, 0.004, n))))
     codes = rng.choice(np.arange(len(confidence.VERDICTS)), n).astype(np.int8)
     sigma = np.where(rng.random(n) < 0.5, np.nan, rng.random(n)) if process else None
-    whole = confidence.evidence(g, t, reps[0], reps[1], codes, Rule(), sigma)
+    whole = evidence(g, t, reps[0], reps[1], codes, Rule(), sigma)
     halves = confidence._evidence_halves(g, t, reps[0], reps[1], codes, Rule(), sigma)
+    assert sorted(calls) == [2500, 2501]  # two halves, on two threads
     assert whole.keys() == halves.keys()
     for k in whole:
         assert whole[k].dtype == halves[k].dtype and whole[k].tobytes() == halves[k].tobytes(), k
