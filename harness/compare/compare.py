@@ -202,6 +202,24 @@ class _Joined:
     #: gi and ti where they take something, None where they are every row of that frame, in order (row i is row i)
     g_rows: np.ndarray | None = None
     t_rows: np.ndarray | None = None
+    #: each frame's rep-time column, parsed once (reps.Column) for the interval and the notes; None: no rep times
+    rep_columns: dict[str, Any] = field(default_factory=dict)
+
+    def reps(self, side: str) -> Any:
+        """reps.Column of golden's (``side`` 'golden') or TOT's rep times; None where its file has none."""
+        if side not in self.rep_columns:
+            self.rep_columns[side] = rep_column(self.golden if side == "golden" else self.tot)
+        return self.rep_columns[side]
+
+
+def rep_column(df: pd.DataFrame) -> Any:
+    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes); None where no
+    cell holds any."""
+    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
+        return None
+    from harness.compare.reps import Column
+
+    return Column(_arrow_column(df["rep_times_us"]))
 
 
 def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
@@ -257,10 +275,15 @@ def _compare(
     golden_name: str,
     tot_name: str,
     process_pct: np.ndarray | None = None,
+    golden_reps: Callable[[], Any] | None = None,
 ) -> tuple[pd.DataFrame, list[str], dict[str, np.ndarray]]:
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
-    its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous)."""
+    its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous).
+    ``golden_reps``: golden's rep_column, started while TOT loaded (compare_files)."""
     j, warnings = _join(golden, tot, golden_name, tot_name)
+    if golden_reps is not None:
+        j.rep_columns["golden"] = golden_reps()
+    _parse_reps(j)
     gu, tu = _col(golden, "time_us", j.g_rows, np.nan), _col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
     skip = STATUSES.index("skipped")
@@ -304,10 +327,10 @@ def _evidence(
     """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
     where given; 'unknown' without rep times."""
     u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
-    sides = ((j.golden, j.gi), (j.tot, j.ti))
+    sides = (("golden", j.gi), ("tot", j.ti))
 
-    def rep_texts(near: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return tuple(_rep_texts(df, rows, near) for df, rows in sides)
+    def rep_texts(near: np.ndarray) -> tuple[Any, ...]:
+        return tuple(_rep_texts(j, side, rows, near) for side, rows in sides)
 
     taken = ((j.golden, j.g_rows), (j.tot, j.t_rows))  # only read: the frames' own arrays where nothing is taken
     n_reps = tuple(_col(df, "reps", rows, np.nan, copy=False) for df, rows in taken)  # NaN: a file without reps
@@ -321,13 +344,39 @@ def _evidence(
     return ev
 
 
-def _rep_texts(df: pd.DataFrame, rows: np.ndarray, near: np.ndarray) -> np.ndarray | None:
-    """The rep-time cells of ``rows[near]``; None where none holds any (as without the column: nothing to parse,
-    and no Python string made for each of a million empty cells)."""
-    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
+def _parse_reps(j: _Joined) -> None:
+    """Both files' rep times parsed on threads of their own (each started once, golden's perhaps while TOT's file
+    was still being checked) while the verdicts and the notes that need no reps are made: the interval and the
+    rep-range notes then take their rows."""
+    columns = [c for c in (j.reps("golden"), j.reps("tot")) if c is not None]
+    if len(columns) == 2:
+        for c in columns:
+            c.start()
+
+
+def _rep_texts(j: _Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
+    """The rep-time cells of one side's ``rows`` (reps.Cells: parsed with Arrow, no Python string a cell), whose
+    figures assess takes at ``near`` (Cells.stats_where); None where none of those holds any (as without the
+    column: nothing to parse)."""
+    column = j.reps(side)
+    if column is None:
         return None
-    texts = _col(df, "rep_times_us", rows[near])
-    return texts.to_numpy(dtype=object) if texts.str.len().any() else None
+    cells = column.at(None if _every_row(rows, column) else rows)
+    return cells if (cells.parsed((0,))[0] & near).any() else None
+
+
+def _every_row(rows: np.ndarray, column: Any) -> bool:
+    return len(rows) == len(column.arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all()))
+
+
+def _arrow_column(col: pd.Series) -> Any:
+    """A text column as Arrow large strings (nulls: empty cells), without a Python string each."""
+    import pyarrow as pa
+
+    col = col.astype("str")  # as _col reads it
+    to_arrow = getattr(col.array, "__arrow_array__", None)
+    arr = to_arrow() if to_arrow is not None else pa.array(col.astype(object).where(col.notna(), None).tolist())
+    return arr if pa.types.is_large_string(arr.type) else arr.cast(pa.large_string())
 
 
 def _holds_text(col: pd.Series) -> bool:
@@ -409,11 +458,19 @@ def _failure_notes(j: _Joined, add: Any) -> None:
 def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
     """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
     g, t = j.golden, j.tot
-    if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
-        g_reps = _col(g, "rep_times_us", j.gi[flagged])
-        t_reps = _col(t, "rep_times_us", j.ti[flagged])
-        both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()  # files without rep times: skip
-        for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
+    gc, tc = j.reps("golden"), j.reps("tot")
+    if gc is not None and tc is not None:  # else no case has rep times a side (overlap_note needs both)
+        from harness.compare.reps import overlapping
+
+        g_reps, t_reps = gc.at(j.gi[flagged]), tc.at(j.ti[flagged])
+        both = (g_reps.lengths() > 2) & (t_reps.lengths() > 2)  # bytes: over 2 where characters are
+        regression = vcode[flagged] == VERDICTS.index("regression")
+        if both.any():  # overlap_note asked only where it may write a note (the rest are plain lists apart)
+            both &= overlapping(g_reps, t_reps, regression)
+        asked = np.flatnonzero(both)
+        for i, gr, tr in zip(flagged[asked], g_reps.texts(asked), t_reps.texts(asked), strict=True):
+            if len(gr) <= 2 or len(tr) <= 2:  # characters, as pandas' str.len counts them (non-ASCII cells)
+                continue
             note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
@@ -421,10 +478,20 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
         g_clk = _col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
         t_clk = _col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
         known = (g_clk > 0) & (t_clk > 0)  # clock_note says nothing without both clocks: ask it only here
+        known &= _clock_moved(g_clk, t_clk, pct[flagged])
         for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
             note = clock_note(float(gc), float(tc), float(pct[i]))
             if note:
                 add(int(i), note)
+
+
+def _clock_moved(golden_mhz: np.ndarray, tot_mhz: np.ndarray, delta_pct: np.ndarray) -> np.ndarray:
+    """Where notes.clock_note may write a note, by its own tests on whole columns (the same float operations):
+    False only where it would say nothing."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)
+        quiet = (np.abs(clock_pct) < 0.3) | (clock_pct * delta_pct <= 0) | (np.abs(clock_pct) < 0.5 * np.abs(delta_pct))
+    return ~np.isnan(delta_pct) & ~quiet
 
 
 def _same_case_column(
@@ -490,6 +557,14 @@ def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
     return frame
 
 
+def _reps_started(load: Future[pd.DataFrame]) -> Any:
+    """rep_column of a frame under way, its parse started once it is loaded; None where it failed to load (the
+    load's error is raised where compare_files takes it) or holds no rep times."""
+    frame = _frame_of(load)()
+    column = rep_column(frame) if frame is not None else None
+    return column.start() if column is not None else None
+
+
 def compare_files(
     golden: str | os.PathLike[str],
     tot: str | os.PathLike[str],
@@ -507,9 +582,10 @@ def compare_files(
         from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_gpus, check_aa_path, noted
 
         check_aa_path(aa, golden, tot)
-    with ThreadPoolExecutor(3) as pool:  # the CSV readers release the GIL: read the files at once
+    with ThreadPoolExecutor(4) as pool:  # the CSV readers release the GIL: read the files at once
         gf = pool.submit(load_results, golden)
         tf = pool.submit(load_results, tot, unique_keys=_frame_of(gf))  # usually golden's cases: no hashing
+        g_reps = pool.submit(_reps_started, gf)  # golden's rep times parsed while TOT's file is checked
         af = pool.submit(load_results, aa, unique_keys=_frame_of(gf)) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
         try:
@@ -524,7 +600,7 @@ def compare_files(
         check_aa_gpus(gdf, adf, aa)
         aa_warnings = [w for w in (apart(genv, aenv, aa),) if w]
         sigma_rows, noise = aa_sigma(gdf, adf, rule, str(aa))
-    table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows)
+    table, warnings, process = _compare(gdf, tdf, rule, unstable, str(golden), str(tot), sigma_rows, g_reps.result)
     record: dict[str, Any] = {}
     if adf is not None:
         record = aa_record(aa, noise, table, process["sigma"], process["by_process"])

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from harness.compare.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values
 from harness.compare.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
@@ -59,7 +60,11 @@ def t975(df: np.ndarray) -> np.ndarray:
 def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean, sample standard deviation) of each row's rep times, given as lists ("[1.0, 2.0]"); an empty
     or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
-    separated by -1 (times are positive): a million rows of 3 reps take well under a second."""
+    separated by -1 (times are positive): a million rows of 3 reps take well under a second. ``texts`` may also
+    be an Arrow text array (what compare takes from its files), parsed by Arrow with the same answers (reps.py)."""
+    cells = cells_of(texts)
+    if cells is not None:
+        return rep_stats_arrow(cells)
     arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
     filled = arr != ""  # (NaN, None, pd.NA: no rep times)
     if not filled.all():  # files without rep times, rows without: parse only the rest
@@ -85,40 +90,11 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _moments(values, rows, count.astype(np.int64))
 
 
-def _parse(text: str) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
-        try:
-            return np.fromstring(text, sep=",")
-        except (DeprecationWarning, ValueError) as err:
-            raise ValueError(str(err)) from None
-
-
 def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    vals: list[list[float]] = []
-    for c in cells:
-        try:
-            body = c.strip().strip("[]").strip()
-            v = [float(x) for x in body.split(",")] if body else []
-            vals.append(v if all(x > 0 for x in v) else [])
-        except ValueError:
-            vals.append([])
+    vals = [slow_values(c) for c in cells]
     count = np.array([len(v) for v in vals], dtype=np.int64)
     flat = np.array([x for v in vals for x in v], dtype=np.float64)
     return _moments(flat, np.repeat(np.arange(len(vals)), count), count)
-
-
-def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = len(count)
-    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
-    has, two = count > 0, count > 1
-    sums = np.bincount(rows, weights=values, minlength=n)
-    mean[has] = sums[has] / count[has]
-    dev = np.bincount(rows, weights=(values - mean[rows]) ** 2, minlength=n)
-    sd[two] = np.sqrt(dev[two] / (count[two] - 1))
-    return count, mean, sd
 
 
 def evidence(
@@ -282,7 +258,8 @@ def assess(
     process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """``evidence`` for every row, judged as compare does: rep times are read only for the cases near a limit
-    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without);
+    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without; or
+    reps.Cells of every row, whose figures are taken at those rows);
     the rest are confident when each stack counted at least 2 reps (``counted``); a confident verdict whose time
     moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. ``process_pct``: each case's
     between-process noise σ_p (NaN: none), which widens its interval (:func:`widened`) and the window of cases
@@ -297,6 +274,9 @@ def assess(
         if texts is None and none is not None:
             stats.append(none)
             continue
+        if hasattr(texts, "stats_where"):  # reps.Cells of every row: the figures in place, nothing taken
+            stats.append(texts.stats_where(near))
+            continue
         full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
         if texts is not None:
             for out, part in zip(full, rep_stats(texts)):
@@ -304,7 +284,7 @@ def assess(
         else:
             none = full
         stats.append(full)
-    ev = evidence(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule, process_pct)
+    ev = _evidence_halves(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule, process_pct)
     conf = ev["confidence"]
     far = (conf == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
     conf[far] = CONFIDENCE.index("confident")
@@ -314,3 +294,38 @@ def assess(
         if "by_process" in ev:  # the clock would have made these ambiguous anyway
             ev["by_process"] &= ~moved
     return ev
+
+
+#: cases with 2+ reps a side from which assess works out ``evidence`` in two halves at once, on two threads (numpy's arithmetic runs
+#: without the GIL; every figure is the case's own, so the halves joined are the whole's, bit for bit)
+HALVES = 200_000
+
+
+def _evidence_halves(
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    golden_reps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tot_reps: tuple[np.ndarray, np.ndarray, np.ndarray],
+    verdict_codes: np.ndarray,
+    rule: Rule,
+    process_pct: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    n = len(verdict_codes)
+    if n < HALVES or int(((golden_reps[0] >= 2) & (tot_reps[0] >= 2)).sum()) < HALVES:  # little arithmetic
+        return evidence(golden_us, tot_us, golden_reps, tot_reps, verdict_codes, rule, process_pct)
+    from concurrent.futures import ThreadPoolExecutor
+
+    g, t, v = (np.asarray(a) for a in (golden_us, tot_us, verdict_codes))
+    p = None if process_pct is None else np.asarray(process_pct)
+
+    def part(s: slice) -> dict[str, np.ndarray]:
+        return evidence(
+            g[s], t[s], tuple(a[s] for a in golden_reps), tuple(a[s] for a in tot_reps), v[s], rule,
+            None if p is None else p[s],
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(1) as pool:
+        second = pool.submit(part, slice(n // 2, None))
+        first = part(slice(0, n // 2))
+        rest = second.result()
+    return {k: np.concatenate([first[k], rest[k]]) for k in first}

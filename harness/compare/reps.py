@@ -1,0 +1,355 @@
+"""Rep-time cells ("[12.5,12.51,12.49]") parsed with Arrow, a million at a time, with the answers of the Python
+parsers they replace: confidence.rep_stats' (for the interval) and notes.overlap_note's json (for the rep-range
+note).
+
+A cell a runner writes is *plain*: a JSON list of one or more numbers in JSON's own grammar (no sign, at most 20
+digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100. On such a cell numpy's
+``fromstring``, Python's ``float`` and ``json``, and Arrow's cast (all correctly rounded) give the same floats,
+so Arrow parses them. Every other filled cell (an empty list, spaces, a cell cut short, NaN, a negative or zero
+time, text) is *odd*: it is handed to the Python code that read every cell before, with the same context, so it
+is read as it always was; files hold none or a few.
+
+A column is parsed once, whole, into per-cell figures (count, mean and deviation as _moments takes
+them, smallest and largest rep); each question (the cases near a limit, the flagged ones) then picks its rows.
+A plain cell's figures are its own, whichever other cells are asked about with it, and their arithmetic cannot
+overflow (no warning where the Python code gave none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_NUM = r"(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
+#: a plain cell (module docstring), but for the value check that follows the parse
+PLAIN = rf"^\[{_NUM}(?:, ?{_NUM})*\]$"
+
+
+class Column:
+    """A text column of rep times (Arrow, whole), parsed once for every question asked of its cells."""
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+        self._parsed: tuple[np.ndarray, ...] | None = None
+        self._lengths: np.ndarray | None = None
+        self._future: Any = None
+
+    def start(self) -> Column:
+        """Parse on a thread of its own from now on (Arrow and numpy work without the GIL); parsed() waits for it."""
+        if self._parsed is None and self._future is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(1)
+            self._future = pool.submit(self._parse)
+            pool.shutdown(wait=False)
+        return self
+
+    def lengths(self) -> np.ndarray:
+        """Each cell's length in bytes, up to 3 (0: empty; over 2 where its characters are, as they are where it is
+        ASCII): all that is asked of them, a byte a cell."""
+        if self._lengths is None:
+            import pyarrow.compute as pc
+
+            got = pc.fill_null(pc.binary_length(self.arr), 0).to_numpy(zero_copy_only=False)
+            self._lengths = np.minimum(got, 3).astype(np.int8)
+        return self._lengths
+
+    def parsed(self) -> tuple[np.ndarray, ...]:
+        """(filled, plain, count, mean, sd, lo, hi) per cell: :func:`parse_plain`'s first three, then each plain
+        cell's mean and sample deviation (as _moments takes them) and its smallest and largest value
+        (NaN where there are none)."""
+        if self._parsed is None:
+            self._parsed = self._future.result() if self._future is not None else self._parse()
+        return self._parsed
+
+    def _parse(self) -> tuple[np.ndarray, ...]:
+        filled = self.lengths() > 0
+        n = len(filled)
+        plain, count = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+        mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
+        at = 0
+        for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
+            end = at + len(batch)
+            _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
+            mean[at:end], sd[at:end], lo[at:end], hi[at:end] = figures(values, count[at:end])
+            at = end
+        return filled, plain, count, mean, sd, lo, hi
+
+    def at(self, rows: np.ndarray | None) -> Cells:
+        return Cells(self, rows)
+
+
+#: rows parsed at a time (Column.parsed)
+BATCH = 65536
+
+
+def _batches(arr: Any) -> Any:
+    """``arr`` (an Arrow array or chunked array) as arrays of about BATCH rows, in order: small chunks joined,
+    a large array sliced (no copy)."""
+    import pyarrow as pa
+
+    pending: list[Any] = []
+    rows = 0
+    for chunk in arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]:
+        if len(chunk) >= BATCH:
+            if pending:
+                yield pa.concat_arrays(pending)
+                pending, rows = [], 0
+            for at in range(0, len(chunk), BATCH):
+                yield chunk.slice(at, BATCH)
+            continue
+        pending.append(chunk)
+        rows += len(chunk)
+        if rows >= BATCH:
+            yield pa.concat_arrays(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.concat_arrays(pending)
+
+
+class Cells:
+    """The cells of a :class:`Column` at ``rows`` (-1: no row, an empty cell; None: every row, in order): what
+    compare hands confidence.rep_stats instead of a Python string a cell."""
+
+    def __init__(self, column: Column, rows: np.ndarray | None) -> None:
+        self.column, self.rows = column, rows
+
+    def __len__(self) -> int:
+        return len(self.column.arr) if self.rows is None else len(self.rows)
+
+    def parsed(self, fields: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)) -> tuple[np.ndarray, ...]:
+        """Column.parsed of these cells (no row: an empty cell); only ``fields`` of it, in their order. Every row,
+        in order: the column's own arrays (only read)."""
+        full = self.column.parsed()
+        r = self.rows
+        if r is None:
+            return tuple(full[f] for f in fields)
+        there = r >= 0
+        at = np.where(there, r, 0)
+        empty = (False, False, 0, np.nan, np.nan, np.nan, np.nan)
+        return tuple(full[f][at] if there.all() else np.where(there, full[f][at], empty[f]) for f in fields)
+
+    def stats_where(self, near: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """confidence.rep_stats of the cells at ``near`` (a mask of these cells), at their places in arrays of
+        all these cells (count 0, NaN elsewhere): what assess makes of rep_stats' answer, without taking the
+        cells out and putting their figures back (and, for every cell of a column in order, the column's own
+        arrays, only read).
+
+        rep_stats parses all filled cells in one ``np.fromstring`` (rows separated by -1) and, where that fails
+        anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which
+        of the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the
+        context they had (after a row's -1 separator, or first), then as the fallback did; their moments are
+        _moments' own."""
+        filled, plain, count, mean, sd = self.parsed((0, 1, 2, 3, 4))
+        if not near.all():
+            filled = filled & near
+            count, mean, sd = np.where(near, count, 0), np.where(near, mean, np.nan), np.where(near, sd, np.nan)
+        odd = np.flatnonzero(filled & ~plain)
+        if len(odd):
+            texts = self.texts(odd)
+            first = np.flatnonzero(filled)[0]
+            lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
+            rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
+            if rows is None:
+                rows = [slow_values(c) for c in texts]
+            n = np.array([len(r) for r in rows], dtype=np.int64)
+            flat = np.array([x for r in rows for x in r], dtype=np.float64)
+            count, mean, sd = count.copy(), mean.copy(), sd.copy()
+            count[odd], mean[odd], sd[odd] = _moments(flat, np.repeat(np.arange(len(odd)), n), n)
+        return count, mean, sd
+
+    def texts(self, which: np.ndarray) -> list[str]:
+        """The cells at positions ``which`` (of these cells; each one filled) as Python strings."""
+        import pyarrow as pa
+
+        rows = which if self.rows is None else self.rows[which]
+        arr = self.column.arr
+        if not isinstance(arr, pa.ChunkedArray):
+            return arr.take(pa.array(rows, type=pa.int64())).to_pylist()
+        # a chunked array's take joins its chunks first (the whole column, for a few cells): each chunk's own
+        ends = np.cumsum([len(c) for c in arr.chunks])
+        chunk = np.searchsorted(ends, rows, side="right")
+        out: list[str] = [""] * len(rows)
+        for c in np.unique(chunk):
+            at = np.flatnonzero(chunk == c)
+            local = rows[at] - (ends[c - 1] if c else 0)
+            for k, v in zip(at, arr.chunk(int(c)).take(pa.array(local, type=pa.int64())).to_pylist(), strict=True):
+                out[k] = v
+        return out
+
+    def lengths(self) -> np.ndarray:
+        """Each cell's length in bytes, up to 3 (0: empty or no row)."""
+        full = self.column.lengths()
+        if self.rows is None:
+            return full
+        return np.where(self.rows >= 0, full[np.where(self.rows >= 0, self.rows, 0)], 0)
+
+
+def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(filled, plain, count, values) of an Arrow text array (nulls are empty cells): which cells hold text (where
+    not given), which are plain (module docstring), each plain cell's number of values (0 elsewhere) and their
+    values, flat, in order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(arr)
+    if filled is None:
+        filled = pc.fill_null(pc.greater(pc.binary_length(arr), 0), False).to_numpy(zero_copy_only=False)
+    plain = pc.fill_null(pc.match_substring_regex(arr, PLAIN), False).to_numpy(zero_copy_only=False)
+    count = np.zeros(n, dtype=np.int64)
+    if not plain.any():
+        return filled, plain, count, np.zeros(0)
+    lists = pc.split_pattern(arr.filter(pa.array(plain)), ",")  # "[1.5", " 2.5]": trimmed as one
+    try:
+        values = pc.cast(pc.utf8_trim(pc.list_flatten(lists), "[] "), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # not expected of a plain cell; if ever: every cell odd, read by the Python code
+        return filled, np.zeros(n, dtype=bool), count, np.zeros(0)
+    per = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    bad_value = ~((values > 0) & (values < 1e100))  # zero, an underflow, 1e999: the Python readers decide
+    if bad_value.any():
+        bad_cell = np.bincount(np.repeat(np.arange(len(per)), per)[bad_value], minlength=len(per)) > 0
+        values = values[~np.repeat(bad_cell, per)]
+        rows = np.flatnonzero(plain)
+        plain[rows[bad_cell]] = False
+        per = per[~bad_cell]
+    count[plain] = per
+    return filled, plain, count, values
+
+
+def cells_of(texts: Any) -> Cells | None:
+    """``texts`` as :class:`Cells` where it is Arrow text or Cells already; None for anything else (an array of
+    Python strings, which confidence.rep_stats parses itself)."""
+    if isinstance(texts, Cells):
+        return texts
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    return Column(texts).at(None) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else None
+
+
+def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """confidence.rep_stats of these cells, cell for cell the same counts, means and deviations
+    (:meth:`Cells.stats_where`, every cell)."""
+    count, mean, sd = cells.stats_where(np.ones(len(cells), dtype=bool))
+    return count.copy(), mean.copy(), sd.copy()  # the caller's own, as rep_stats' always were
+
+
+#: rep_stats' moments are taken a column of reps at a time for cells of at most this many reps
+_FEW = 8
+
+
+def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sample standard deviation) of each cell's ``count`` values: :func:`figures`' first two."""
+    return figures(values, count)[:2]
+
+
+def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(mean, sample standard deviation, smallest, largest) of each cell's ``count`` values (``values``: flat, in
+    order, each over 0 and under 1e100; NaN for a cell without any), the first two bit for bit
+    _moments' (a sum is the same additions in the same order, from 0.0) without its per-value row
+    numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by _moments itself."""
+    n = len(count)
+    mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    other = count > _FEW
+    for k in np.flatnonzero(np.bincount(count[~other], minlength=1)[1:]) + 1:
+        rows = np.flatnonzero((count == k) & ~other)
+        at = starts[rows]
+        total = np.zeros(len(rows))
+        least = most = None
+        for j in range(k):
+            v = values[at + j]
+            total += v
+            least, most = (v, v) if least is None else (np.minimum(least, v), np.maximum(most, v))
+        m = total / k
+        mean[rows], lo[rows], hi[rows] = m, least, most
+        if k > 1:
+            dev = np.zeros(len(rows))
+            for j in range(k):
+                dev += (values[at + j] - m) ** 2
+            sd[rows] = np.sqrt(dev / (k - 1))
+    if other.any():
+        rows = np.flatnonzero(other)
+        c = count[rows]
+        mine = values[np.repeat(other, count)]
+        _, mean[rows], sd[rows] = _moments(mine, np.repeat(np.arange(len(rows)), c), c)
+        lo[rows], hi[rows] = _range(mine, c)
+    return mean, sd, lo, hi
+
+
+def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
+    """The values of each of ``n`` cells as rep_stats' one-pass parse reads them (``text``: their joined text),
+    None where that parse fails (rep_stats then reads every cell with ``float``)."""
+    try:
+        flat = _parse(text)
+    except ValueError:
+        return None
+    ends = np.flatnonzero(flat == -1.0)
+    skip = 1 if lead else 0
+    if len(ends) != n + skip:
+        return None
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    return [flat[s:e].tolist() for s, e in zip(starts[skip:], ends[skip:], strict=True)]
+
+
+# rep_stats' own Python parsers and moments (confidence.rep_stats reads arrays of Python strings with them)
+
+
+def _parse(text: str) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
+        try:
+            return np.fromstring(text, sep=",")
+        except (DeprecationWarning, ValueError) as err:
+            raise ValueError(str(err)) from None
+
+
+def slow_values(cell: str) -> list[float]:
+    """One cell's rep times as rep_stats reads them when its one-pass parse fails: [] unless every value is a
+    positive float."""
+    try:
+        body = cell.strip().strip("[]").strip()
+        v = [float(x) for x in body.split(",")] if body else []
+    except ValueError:
+        return []
+    return v if all(x > 0 for x in v) else []
+
+
+def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(count)
+    mean, sd = np.full(n, np.nan), np.full(n, np.nan)
+    has, two = count > 0, count > 1
+    sums = np.bincount(rows, weights=values, minlength=n)
+    mean[has] = sums[has] / count[has]
+    dev = np.bincount(rows, weights=(values - mean[rows]) ** 2, minlength=n)
+    sd[two] = np.sqrt(dev[two] / (count[two] - 1))
+    return count, mean, sd
+
+
+def overlapping(g: Cells, t: Cells, regression: np.ndarray) -> np.ndarray:
+    """Rows of golden's and TOT's rep times of the same flagged cases for which notes.overlap_note may write a
+    note: both plain with 2+ reps whose ranges overlap, or either odd (overlap_note reads those itself). False
+    only where overlap_note would say nothing."""
+    gf, gp, gn, gmin, gmax = g.parsed((0, 1, 2, 5, 6))
+    tf, tp, tn, tmin, tmax = t.parsed((0, 1, 2, 5, 6))
+    both = gp & tp & (gn >= 2) & (tn >= 2)
+    slow_min = np.where(regression, tmin, gmin)
+    fast_max = np.where(regression, gmax, tmax)
+    with np.errstate(invalid="ignore"):
+        overlap = both & ~(slow_min > fast_max)
+    return overlap | (gf & ~gp) | (tf & ~tp)
+
+
+def _range(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's smallest and largest value (NaN for a cell without any)."""
+    lo, hi = np.full(len(count), np.nan), np.full(len(count), np.nan)
+    has = count > 0
+    if has.any():
+        starts = np.concatenate(([0], np.cumsum(count)[:-1]))[has]
+        lo[has] = np.minimum.reduceat(values, starts)
+        hi[has] = np.maximum.reduceat(values, starts)
+    return lo, hi
