@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.compare.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values
+from harness.compare.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values, stats_of
 from harness.compare.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
@@ -91,10 +91,7 @@ def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    vals = [slow_values(c) for c in cells]
-    count = np.array([len(v) for v in vals], dtype=np.int64)
-    flat = np.array([x for v in vals for x in v], dtype=np.float64)
-    return _moments(flat, np.repeat(np.arange(len(vals)), count), count)
+    return stats_of([slow_values(c) for c in cells])
 
 
 def evidence(
@@ -243,9 +240,6 @@ def may_regress(
         return (v == "regression") | ((v == "ok") & (c == "ambiguous") & (hi > np.asarray(limit_pct)))
 
 
-#: the verdict codes a confidence is assessed for
-
-
 def assess(
     golden_us: np.ndarray,
     tot_us: np.ndarray,
@@ -296,8 +290,9 @@ def assess(
     return ev
 
 
-#: cases with 2+ reps a side from which assess works out ``evidence`` in two halves at once, on two threads (numpy's arithmetic runs
-#: without the GIL; every figure is the case's own, so the halves joined are the whole's, bit for bit)
+#: cases with 2+ reps a side from which assess works out ``evidence`` in two halves at once, on two threads
+#: (numpy's arithmetic runs without the GIL; every figure is the case's own, so the halves joined are the
+#: whole's, bit for bit)
 HALVES = 200_000
 
 

@@ -152,10 +152,8 @@ class Cells:
             rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
             if rows is None:
                 rows = [slow_values(c) for c in texts]
-            n = np.array([len(r) for r in rows], dtype=np.int64)
-            flat = np.array([x for r in rows for x in r], dtype=np.float64)
             count, mean, sd = count.copy(), mean.copy(), sd.copy()
-            count[odd], mean[odd], sd[odd] = _moments(flat, np.repeat(np.arange(len(odd)), n), n)
+            count[odd], mean[odd], sd[odd] = stats_of(rows)
         return count, mean, sd
 
     def texts(self, which: np.ndarray) -> list[str]:
@@ -239,11 +237,6 @@ def rep_stats_arrow(cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _FEW = 8
 
 
-def moments(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, sample standard deviation) of each cell's ``count`` values: :func:`figures`' first two."""
-    return figures(values, count)[:2]
-
-
 def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
     """(mean, sample standard deviation, smallest, largest) of each cell's ``count`` values (``values``: flat, in
     order, each over 0 and under 1e100; NaN for a cell without any), the first two bit for bit
@@ -317,6 +310,13 @@ def slow_values(cell: str) -> list[float]:
     except ValueError:
         return []
     return v if all(x > 0 for x in v) else []
+
+
+def stats_of(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(count, mean, sample deviation) of each cell's values, given as Python lists: :func:`_moments`'."""
+    count = np.array([len(r) for r in rows], dtype=np.int64)
+    flat = np.array([x for r in rows for x in r], dtype=np.float64)
+    return _moments(flat, np.repeat(np.arange(len(rows)), count), count)
 
 
 def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
