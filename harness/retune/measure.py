@@ -24,7 +24,7 @@ from harness.compare.rule import Rule
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
 from harness.inputs.suite import Case
-from harness.results.cells import number
+from harness.results.cells import missing, number
 from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
 from harness.retune.cache import EVIDENCE, Cache, Entry, Key, digest, make_key, source_hash
@@ -102,24 +102,21 @@ def with_configs(spec: EnvSpec, folder: Path) -> EnvSpec:
     return replace(spec, env={**spec.env, "HARNESS_CONFIG_DIR": str(folder)})
 
 
-def _entry(key: Key, row: dict[str, Any]) -> Entry:
+def _entry(key: Key, row: dict[str, Any], reps: bool = False) -> Entry:
+    """The cache's entry of one results row; with ``reps`` (a guard's timings, which the guard judges by
+    compare's confidence) its EVIDENCE too, an empty cell as None."""
     status = str(row.get("status") or "runtime_error")
     t = number(row.get("time_us"))
     error = str(row.get("error") or "").strip().splitlines()
-    evidence = {k: _cell(row.get(k)) for k in EVIDENCE}
+    evidence = {k: None if missing(row.get(k)) else row.get(k) for k in EVIDENCE} if reps else None
     return Entry(key, status, t if status in TIMED_STATUSES else None, error[0][:300] if error else "", evidence)
-
-
-def _cell(v: Any) -> Any:
-    """A results cell as JSON keeps it: NaN (an empty cell) as None."""
-    return None if isinstance(v, float) and v != v else v
 
 
 def _unsure(found: list[Entry | None], rule: Rule) -> frozenset[tuple[int, int]]:
     """The guard pairs compare would still call ambiguous (none where a timing was cached without its reps)."""
-    if any(e is None or e.evidence is None for e in found):
+    rows = [e.row() for e in found if e is not None and e.evidence is not None]
+    if len(rows) < len(found):
         return frozenset()
-    rows = [e.row() for e in found if e is not None]
     return frozenset(p for p in GUARD_PAIRS if not pair_decided(rows[p[0]], rows[p[1]], rule))
 
 
@@ -232,7 +229,7 @@ class Measurer:
                     raise RuntimeError(
                         f"{g.case.key} ({role}): the worker resolved {seen} from {dirs[role]}, expected {g.config(role)}"
                     )
-                entries.append(_entry(self.key(g.case, g.config(role), _stack(role), _tag(g, role)), row))
+                entries.append(_entry(self.key(g.case, g.config(role), _stack(role), _tag(g, role)), row, reps=True))
         self.cost.add_rows([e.status for e in entries])
         self.cache.add(entries)
 
