@@ -2,7 +2,10 @@
 both call confident, the share with the same verdict, and the opposite flips (a regression in one, an
 improvement in the other). Also the confident regressions per kernel family in each.
 
-    python3 lab/gpu_validation/agreement.py A/compare.csv B/compare.csv [--family batched_gemm]
+    python3 lab/gpu_validation/agreement.py A/compare.csv B/compare.csv [--family batched_gemm] [--same-config]
+
+--same-config keeps only the cases both comparisons ran with the same configs (golden's and TOT's), so that a
+config file changed between the two runs does not count as the machines disagreeing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ def load(path: str) -> pd.DataFrame:
     return df.set_index(["kernel", "case_id"])
 
 
+def text(col: pd.Series) -> pd.Series:
+    """A column as strings, a missing cell as "" (the TOT config is empty where it is golden's)."""
+    return col.map(lambda v: "" if pd.isna(v) else str(v))
+
+
 def confident(df: pd.DataFrame) -> pd.Series:
     return df["confidence"].eq("confident")
 
@@ -29,10 +37,18 @@ def main() -> None:
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--family", action="append", default=[], help="a kernel-name prefix to count apart")
+    ap.add_argument("--same-config", action="store_true", help="only the cases run with the same configs in both")
     args = ap.parse_args()
     a, b = load(args.a), load(args.b)
     both = a.index.intersection(b.index)
     a, b = a.loc[both], b.loc[both]
+    if args.same_config:
+        same_cfg = (text(a["golden_config"]) == text(b["golden_config"])) & (
+            text(a["tot_config"]) == text(b["tot_config"])
+        )
+        print(f"{int((~same_cfg).sum())} of {len(both)} cases left out: run with other configs")
+        both = both[same_cfg.to_numpy()]
+        a, b = a.loc[both], b.loc[both]
     sure = confident(a) & confident(b)
     same = (a["verdict"] == b["verdict"]) & sure
     flips = [k for k in both[sure] if (a.at[k, "verdict"], b.at[k, "verdict"]) in OPPOSITE]
