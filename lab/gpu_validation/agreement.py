@@ -11,6 +11,7 @@ config file changed between the two runs does not count as the machines disagree
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pandas as pd
 
@@ -19,6 +20,9 @@ OPPOSITE = {("regression", "improvement"), ("improvement", "regression")}
 
 def load(path: str) -> pd.DataFrame:
     df = pd.read_csv(path)
+    if "confidence" not in df:
+        print(f"{path}: no confidence column (an older compare): judge it again with harness compare", file=sys.stderr)
+        raise SystemExit(2)
     df["confidence"] = df["confidence"].fillna("")
     return df.set_index(["kernel", "case_id"])
 
