@@ -12,6 +12,7 @@ import sys
 import typer
 
 from harness.cli import (  # typer only at import: each command imports its work when it runs
+    agree,
     bisect,
     calibrate,
     compare,
@@ -45,6 +46,7 @@ def _root() -> None:
 
 # commands first, then groups, each in the order `harness --help` lists them
 app.command("compare")(compare.compare)
+app.command("agree")(agree.agree)
 app.command("run")(run.run)
 app.command("merge")(merge.merge)
 app.command("retune")(retune.retune)
