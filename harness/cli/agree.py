@@ -62,7 +62,6 @@ def _load(path: Path) -> Comparison:
     cmp = load_compare(path)
     if "confidence" not in cmp.table.columns:
         raise HarnessError(f"{path}: no confidence column (an older compare): run `harness compare` on its results")
-    cmp.table["confidence"] = cmp.table["confidence"].astype(object).where(cmp.table["confidence"].notna(), "")
     return cmp
 
 

@@ -21,7 +21,6 @@ def load(path: str) -> pd.DataFrame:
     if "confidence" not in df:
         print(f"{path}: no confidence column (an older compare): judge it again with harness compare", file=sys.stderr)
         raise SystemExit(2)
-    df["confidence"] = df["confidence"].fillna("")
     return df
 
 
