@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import REPORTS_DIR, ROOT, needs_reports
+
+pytestmark = needs_reports
 
 PICK = ROOT / "benchmarks" / "tune_pick.py"
-LIBRARY = ROOT / "reports" / "h100-library-triton-3.6.0-vs-3.9.0" / "tuning"
+LIBRARY = REPORTS_DIR / "h100-library-triton-3.6.0-vs-3.9.0" / "tuning"
 
 
 def pick(tmp_path, *sweeps) -> dict[str, dict]:
@@ -45,7 +47,7 @@ def untuned(buckets: dict) -> dict:
 
 
 def test_the_older_batched_sweep_gives_its_files(tmp_path):
-    files = pick(tmp_path, ROOT / "reports" / "tuning" / "sweep-sm90.csv")
+    files = pick(tmp_path, REPORTS_DIR / "tuning" / "sweep-sm90.csv")
     shipped = {n: json.loads((ROOT / "kernels" / "configs" / n).read_text()) for n in files}
     same = [n for n, b in files.items() if untuned(shipped[n]) == {k: b.get(k) for k in untuned(shipped[n])}]
     # the two others were re-picked from the persistent-variant sweep since (reports/tuning/picked-*.md); five

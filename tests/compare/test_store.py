@@ -10,7 +10,7 @@ import pytest
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare, write_compare
 from harness.errors import HarnessError
-from tests.conftest import DATA
+from tests.conftest import DATA, REPORTS_DIR
 
 G, T = DATA / "golden.csv", DATA / "tot.csv"
 
@@ -78,9 +78,7 @@ def test_old_compare_files_load_and_their_skips_are_relabelled(tmp_path):
     }
 
 
-@pytest.mark.parametrize(
-    "path", sorted((DATA.parents[1] / "reports").glob("*/compare*.csv")), ids=lambda p: p.parent.name + "/" + p.name
-)
+@pytest.mark.parametrize("path", sorted(REPORTS_DIR.glob("*/compare*.csv")), ids=lambda p: p.parent.name + "/" + p.name)
 def test_committed_compare_files_still_load(path):
     cmp = load_compare(path)
     assert sum(cmp.counts().values()) == len(cmp.table) > 0

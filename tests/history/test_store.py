@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, func, select, text
 from harness.errors import HarnessError
 from harness.history.schema import HEAD, annotations, comparisons, metadata, results, runs, verdicts
 from harness.history.store import History
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, REPORTS_DIR, ROOT, needs_reports
 from tests.history.files import compare_file, results_file
 
 H200 = DATA / "h200-triton-3.6.0-vs-3.9.0"
@@ -284,6 +284,7 @@ def test_migrations_from_the_previous_schema(tmp_path):
     check_upgrade_from_previous_schema(str(tmp_path / "h.sqlite"))
 
 
+@needs_reports
 def test_the_committed_example_database(tmp_path):
     """reports/history/history.sqlite.xz (reports/history/seed.sh): at this schema, with every committed run."""
     import lzma
@@ -291,7 +292,7 @@ def test_the_committed_example_database(tmp_path):
     from harness.history import queries as q
 
     db = tmp_path / "history.sqlite"
-    db.write_bytes(lzma.decompress((ROOT / "reports" / "history" / "history.sqlite.xz").read_bytes()))
+    db.write_bytes(lzma.decompress((REPORTS_DIR / "history" / "history.sqlite.xz").read_bytes()))
     with History.open(db, write=False) as h, h.reading() as conn:
         runs_, comps = q.runs_frame(conn), q.comparisons_frame(conn, include_aa=False)
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == HEAD

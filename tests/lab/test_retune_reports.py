@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import REPORTS_DIR, ROOT, needs_reports
 
 GPU = ROOT / "lab" / "gpu_validation"
-RUNS = ROOT / "reports" / "h100-retune"
+RUNS = REPORTS_DIR / "h100-retune"
+pytestmark = needs_reports
 
 
 def script(name: str, *args) -> str:
@@ -33,7 +34,7 @@ def test_the_proof_tables(run, source):
 
 
 def test_the_search_summary(tmp_path):
-    search = ROOT / "reports" / "h100-retune-search"
-    compare = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0" / "compare.csv"
+    search = REPORTS_DIR / "h100-retune-search"
+    compare = REPORTS_DIR / "h100-triton-3.6.0-vs-3.9.0" / "compare.csv"
     script("retune_search_summary.py", search, compare, "--markdown", tmp_path / "s.md")
     assert (tmp_path / "s.md").read_text() == (search / "summary.md").read_text()

@@ -16,10 +16,10 @@ from harness.report.data import dispatch_table, load_runs, parse_vendor
 from harness.report.peaks import kernel_ceiling, peaks_for
 from harness.report.plots import config_label
 from harness.report.report import write_report
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, REPORTS_DIR, ROOT, needs_reports
 
 H100 = DATA / "h100-triton-3.6.0-vs-3.9.0"
-SWEEP = ROOT / "reports" / "tuning" / "sweep-sm90.csv"
+SWEEP = REPORTS_DIR / "tuning" / "sweep-sm90.csv"
 
 
 def test_peaks_and_ceilings():
@@ -154,6 +154,7 @@ def test_compare_report_in_a_browser(browser, tmp_path):
 
 
 @pytest.mark.slow
+@needs_reports
 def test_sweep_report_with_many_configurations(browser, tmp_path):
     df = pd.read_csv(SWEEP)
     assert len(df) >= 800 and df["config"].nunique() >= 40  # the scale: 1,000-ish points, 40+ configs

@@ -12,10 +12,11 @@ import pytest
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare
 from harness.results.load import load_results
-from tests.conftest import ROOT
+from tests.conftest import REPORTS_DIR, ROOT, needs_reports
 
-H100 = ROOT / "reports" / "h100-triton-3.6.0-vs-3.9.0"
-REPORTS = sorted(p for p in (ROOT / "reports").rglob("*.csv") if (p.parent / (p.name + ".env.json")).exists())
+H100 = REPORTS_DIR / "h100-triton-3.6.0-vs-3.9.0"
+pytestmark = needs_reports
+REPORTS = sorted(p for p in REPORTS_DIR.rglob("*.csv") if (p.parent / (p.name + ".env.json")).exists())
 
 
 def test_a_version_1_file_gets_parameters_and_exact_flops():
