@@ -72,7 +72,7 @@ CompileJobs = Annotated[
     int,
     typer.Option(
         min=0,
-        help="compile in N processes first (1: off; 0: half the cores, <= 8)",
+        help="compile in N processes first (0: half the cores, <= 8; 1: off)",
     ),
 ]
 FreshProcessRounds = Annotated[
@@ -80,6 +80,15 @@ FreshProcessRounds = Annotated[
     typer.Option(
         "--fresh-process-rounds",
         help="time each rep round in a new worker process",
+        hidden=True,  # --processes took its place (docs/reference.md); kept for the runs that used it
+    ),
+]
+Processes = Annotated[
+    int,
+    typer.Option(
+        "--processes",
+        min=1,
+        help="worker processes per env (1: the old way)",
     ),
 ]
 LaunchGap = Annotated[
@@ -108,7 +117,7 @@ RemeasureOn = Annotated[
     bool,
     typer.Option(
         "--remeasure/--no-remeasure",
-        help="with --with-env: measure ambiguous cases again, within budget",
+        help="with --with-env: confirm flags in fresh processes",
     ),
 ]
 RemeasureReps = Annotated[

@@ -19,6 +19,10 @@ REQUIRED = ("kernel", "case_id", "time_us", "status")
 #: the largest ``world_size`` a row may give: GPUs in one case, far beyond any machine's; a larger number is a typo
 #: or an overflow (1e300 would wrap round as an int64)
 MAX_WORLD_SIZE = 1_048_576
+#: ``rep_procs``: the worker process (epoch) that timed each rep. Epochs below this are the first pass (its reps
+#: split over several processes); each re-measuring pass after it is a fresh epoch from this number on, which
+#: compare reads as the confirmation of the first pass (run/schedule.py, compare/confirm.py)
+FIRST_EXTRA_EPOCH = 5
 #: the column order the runner writes
 COLUMNS = (
     "kernel",
@@ -32,6 +36,7 @@ COLUMNS = (
     "config_source",
     "reps",
     "rep_times_us",
+    "rep_procs",
     "spread_pct",
     "dispatch_us",
     "rank_times_us",
@@ -62,6 +67,7 @@ TEXT_COLUMNS = (
     "config",
     "config_source",
     "rep_times_us",
+    "rep_procs",
     "dispatch_us",
     "rank_times_us",
     "timing",

@@ -18,11 +18,11 @@ stacks with the new config (``golden_new``, ``tot_new``). Every comparison is AI
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.compare.referee import pair_decided
+from harness.compare.referee import decided_pairs
 from harness.compare.rule import Rule, verdict_of
 from harness.render.html import plain
 
@@ -135,12 +135,15 @@ def decide(measured: list[Measured], rule: Rule) -> Decision:
     return Decision(True, f"fixes {len(fixed)} of {len(verdicts)} cases it changes, none slower", verdicts)
 
 
-def guard_referee(rule: Rule) -> Callable[[list[dict[str, Any]]], bool]:
+def guard_referee(rule: Rule) -> Callable[[Mapping[str, list[dict[str, Any]]]], set[str]]:
     """The referee of a guard run (harness.run.remeasure): a case is decided when every comparison judge() makes
     of it is (golden old vs new, TOT old vs new, golden old vs TOT old and new), by the rule and the confidence
     interval as compare would see them."""
 
-    def decided(rows: list[dict[str, Any]]) -> bool:
-        return all(pair_decided(rows[a], rows[b], rule) for a, b in GUARD_PAIRS)
+    def decided(cases: Mapping[str, list[dict[str, Any]]]) -> set[str]:
+        done = set(cases)
+        for a, b in GUARD_PAIRS:
+            done &= decided_pairs({key: (rows[a], rows[b]) for key, rows in cases.items()}, rule)
+        return done
 
     return decided

@@ -67,10 +67,13 @@ class CaseState:
     final: dict[str, Any] | None = None
     #: the reps the stability rule decided on (any beyond them were taken to decide the comparison)
     base_reps: int = 0
+    #: per rep, the worker process epoch that timed it (run/schedule.py), and whether the row records them
+    procs: list[int] = field(default_factory=list)
+    label_procs: bool = False
 
     @classmethod
-    def of(cls, case: Case) -> CaseState:
-        return cls(case, worker_case(case))
+    def of(cls, case: Case, label_procs: bool = False) -> CaseState:
+        return cls(case, worker_case(case), label_procs=label_procs)
 
     @property
     def key(self) -> str:
@@ -79,7 +82,7 @@ class CaseState:
     def add_journaled(self, entry: dict[str, Any]) -> None:
         """A rep as the journal holds it (runner._record writes it, a resumed run replays it)."""
         self.add_rep(entry["time_us"], entry.get("dispatch_us"), entry.get("telemetry"), entry.get("rank_times_us"),
-                     entry.get("halves_pct"))  # fmt: skip
+                     entry.get("halves_pct"), int(entry.get("proc") or 0))  # fmt: skip
 
     def add_rep(
         self,
@@ -88,8 +91,10 @@ class CaseState:
         telemetry: dict[str, Any] | None,
         rank_times: list[float] | None = None,
         halves_pct: float | None = None,
+        proc: int = 0,
     ) -> None:
         self.reps.append(time_us)
+        self.procs.append(proc)
         if rank_times and halves_pct is not None:
             self.halves.append(halves_pct)
         if dispatch:
@@ -133,6 +138,8 @@ def result_row(
     if st.reps:
         row["reps"] = len(st.reps)
         row["rep_times_us"] = [round(r, 4) for r in st.reps]
+        if st.label_procs:
+            row["rep_procs"] = list(st.procs)
     if time_us is not None:
         row["time_us"] = time_us
         row["tflops"] = flops / (time_us * 1e-6) / 1e12 if flops else None

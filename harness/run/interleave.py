@@ -14,9 +14,11 @@ from typing import Any
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.inputs.suite import Case
+from harness.results.schema import sidecar_path
+from harness.run import schedule
 from harness.run.options import RunOptions
 from harness.run.remeasure import CHECKPOINT, Board, Remeasure, next_targets
-from harness.run.runner import SuiteRun, lock_outputs
+from harness.run.runner import SuiteRun, labels_processes, lock_outputs
 from harness.run.sidecar import sidecar_triton, update_sidecar
 from harness.run.workers import WorkerPool
 
@@ -34,9 +36,11 @@ def run_interleaved(
     """Measure the same cases under several envs with their reps interleaved in time.
 
     Each env prepares (builds, compiles, checks) its cases in turn; then the timing reps alternate: case i of
-    round r is timed under every env back to back, the order reversed every round (A B, B A, ...), so slow drifts
-    of the GPU (temperature, power, clocks over minutes) fall on all stacks alike instead of on whichever ran
-    second. One results file per env, exactly as ``run_suite`` writes it. ``workers``: as for ``run_steps``.
+    round r is timed under every env back to back, the order reversed every round (A B, B A, ...) and turned with
+    every worker process epoch (run/schedule.py), so slow drifts of the GPU (temperature, power, clocks over
+    minutes) and whatever favours a slot fall on all stacks alike instead of on whichever ran second. One results
+    file per env, exactly as ``run_suite`` writes it; each sidecar records the order (``schedule``).
+    ``workers``: as for ``run_steps``.
     """
     if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
         raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
@@ -86,7 +90,9 @@ def _interleave(
         same = same_triton([(spec, sidecar_triton(out)) for spec, out in runs])
         if same:
             (warn or _warn_stderr)(same)
-        referee = _Referee(board, opts.remeasure, [out for _, out in runs], started) if board is not None else None
+        outs = [out for _, out in runs]
+        referee = _Referee(board, opts.remeasure, outs, started, labels_processes(opts)) if board else None
+        orders: dict[int, tuple[int, list[int]]] = {}  # round → (epoch, env order), for the sidecars
         while any(p is not None for p in paused):
             live = [p for p in paused if p is not None]
             if referee is not None and all(p[1] == CHECKPOINT for p in live):
@@ -96,24 +102,39 @@ def _interleave(
                         advance(i)
                 continue
             rnd = min(p[0] for p in live if p[1] != CHECKPOINT)
-            order = [i for i in range(len(gens)) if paused[i] is not None and paused[i][0] == rnd]
-            order = [i for i in order if paused[i][1] != CHECKPOINT]
-            if rnd % 2 == 0:
-                order.reverse()
+            here = {i for i, p in enumerate(paused) if p is not None and p[0] == rnd and p[1] != CHECKPOINT}
+            lead = suite_runs[min(here)]  # every env of a round is in the same epoch
+            order = [i for i in schedule.round_order(len(gens), rnd, lead.epoch, lead.epoch_start) if i in here]
+            orders.setdefault(rnd, (lead.epoch, order))
             for i in order:
                 advance(i)  # times one case (one rep), then pauses before the next
     finally:
         for g in gens:
             g.close()  # an interrupted run: each generator's cleanup kills its worker
+        _record_schedule(runs, opts, orders)
     return [r or {} for r in results]
+
+
+def _record_schedule(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, orders: dict[int, tuple[int, list]]) -> None:
+    """Each sidecar's ``schedule``: the envs (this file's index among them), every round's worker process epoch
+    and env order, and each env's mean place in the order (0: first), which a balanced run gives every env alike."""
+    if not orders:
+        return
+    names = [spec.name for spec, _ in runs]
+    rounds = [{"round": r, "epoch": e, "order": o} for r, (e, o) in sorted(orders.items())]
+    places = schedule.positions([o for _, o in orders.values()], len(runs))
+    record = {"envs": names, "processes": opts.processes, "rounds": rounds, "mean_place": [round(x, 3) for x in places]}
+    for k, (_, out) in enumerate(runs):
+        if sidecar_path(out).exists():
+            update_sidecar(out, schedule={**record, "this": k})
 
 
 class _Referee:
     """Between passes: asks the referee about every case held under all envs, posts the next pass's reps on the
     board, and records in each env's sidecar what re-measuring did (``remeasure``)."""
 
-    def __init__(self, board: Board, policy: Remeasure, outs: list[Path], started: float):
-        self.board, self.policy, self.outs = board, policy, outs
+    def __init__(self, board: Board, policy: Remeasure, outs: list[Path], started: float, confirms: bool = False):
+        self.board, self.policy, self.outs, self.confirms = board, policy, outs, confirms
         self.start, self.first = started, None
         self.asked: set[str] = set()
         self.passes = 0
@@ -125,7 +146,8 @@ class _Referee:
         undecided = self.board.undecided(self.policy.referee)
         if self.passes == 0:
             self.asked = set(undecided)
-        more, stop = next_targets(undecided, self.policy.budget, now - self.first, self.first - self.start)
+        confirming = self.confirms and self.passes == 0
+        more, stop = next_targets(undecided, self.policy.budget, now - self.first, self.first - self.start, confirming)
         self.board.more = more
         if more:
             self.passes += 1
@@ -135,6 +157,7 @@ class _Referee:
             "undecided_at_first": len(self.asked),
             "still_undecided": sorted(k.replace("\x1f", "/") for k in undecided),
             "passes": self.passes,
+            "fresh_processes": self.confirms,  # each pass in new worker processes: the first confirms the flags
             "stopped": stop,
             "seconds": round(now - self.first, 1),
             "budget": {"extra_reps": b.extra_reps, "step": b.step, "share": b.share},

@@ -38,6 +38,7 @@ RESUME_OPTIONS = {
     "shuffle_placement": "--shuffle-placement",
     "move_inputs": "--move-inputs",
     "fresh_process_rounds": "--fresh-process-rounds",
+    "processes": "--processes",
     "heat_s": "heat seconds",
     "gpu_uuid": "the GPU (UUID)",
     "host": "the host",

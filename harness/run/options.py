@@ -32,6 +32,10 @@ class RunOptions:
     mem_budget: float = 0.6  # fraction of GPU memory a worker keeps prepared cases in
     compile_jobs: int = 1  # > 1: compile in that many worker processes first (GPU timing only)
     fresh_process_rounds: bool = False  # every rep round in a new worker process (new allocations)
+    #: worker processes (worker groups at W > 1) each env's reps come from, one after the other, every rep labelled
+    #: with its process (run/schedule.py): the between-process spread that compare puts in every interval, and
+    #: re-measuring passes in fresh processes that confirm a flag. 1: the one-process method of before (no labels)
+    processes: int = 2
     #: GPU idle before every timed launch (CUPTI timing): "auto" = twice the kernel's own time, at most 10 ms, so every
     #: launch starts from the same power state, as under ncu (back to back, ms-long kernels sit at the power cap
     #: and drift by several % between processes); "0" = back to back; or a number of ms
@@ -137,6 +141,7 @@ def run_options(
         "shuffle_placement": opts.shuffle_placement,
         "move_inputs": opts.move_inputs,
         "fresh_process_rounds": opts.fresh_process_rounds,
+        "processes": opts.processes,
         "heat_s": opts.heat_s,
         "host": os.uname().nodename,
         "shard": opts.shard,

@@ -13,14 +13,15 @@ confidence interval is built around (docs/verdicts.md).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 #: the key a run yields when it waits for the referee (case keys are never empty)
 CHECKPOINT = ""
-#: a case's results row under each env of the run (golden first) → decided?
-Referee = Callable[[list[dict[str, Any]]], bool]
+#: the undecided cases (key → its results row under each env of the run, golden first) → the keys now decided;
+#: all at once, so that a referee can judge each case beside its kernel's others, as compare does
+Referee = Callable[[Mapping[str, list[dict[str, Any]]]], set[str]]
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,16 @@ class Remeasure:
 
 
 def next_targets(
-    undecided: dict[str, int], budget: Budget, spent_s: float, before_s: float
+    undecided: dict[str, int], budget: Budget, spent_s: float, before_s: float, confirming: bool = False
 ) -> tuple[dict[str, int], str]:
     """How many reps each undecided case gets in the next pass, and why re-measuring stops when it does ('' while
     it goes on). ``undecided``: key → extra reps it has had so far; ``spent_s``: wall time of the passes so far;
-    ``before_s``: the run's wall time before them."""
+    ``before_s``: the run's wall time before them. ``confirming``: the first pass of a run whose passes confirm
+    its flags in fresh processes: part of the method, never cut for time (a flag not measured again is no
+    verdict)."""
     if not undecided:
         return {}, "decided"
-    if spent_s > budget.share * before_s:
+    if spent_s > budget.share * before_s and not confirming:
         return {}, "time"
     more = {key: min(budget.step, budget.extra_reps - had) for key, had in undecided.items()}
     more = {key: n for key, n in more.items() if n > 0}
@@ -85,15 +88,13 @@ class Board:
         reps any env has had of them. A case held under some envs only (it failed elsewhere) has nothing to
         decide."""
         common = set.intersection(*(set(h) for h in self.held)) if self.held else set()
-        out = {}
-        for key in sorted(common - self.decided):
-            if not all(h[key][2] for h in self.held):
-                continue
-            if referee([h[key][0] for h in self.held]):
-                self.decided.add(key)
-            else:
-                out[key] = max(h[key][1] for h in self.held)
-        return out
+        asked = {
+            key: [h[key][0] for h in self.held]
+            for key in sorted(common - self.decided)
+            if all(h[key][2] for h in self.held)
+        }
+        self.decided |= referee(asked) if asked else set()
+        return {key: max(h[key][1] for h in self.held) for key in asked if key not in self.decided}
 
 
 def pooled_time(reps: list[float]) -> float:

@@ -24,7 +24,7 @@ from harness.inputs.suite import Case
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
-from harness.run import stability
+from harness.run import schedule, stability
 from harness.run.cases import CaseState, group_problem, result_row
 from harness.run.gpu_state import gpu_state
 from harness.run.group import WorkerGroup, visible
@@ -58,6 +58,10 @@ class SuiteRun:
         self.spec, self.out, self.opts, self.progress, self.suite = spec, Path(out), opts, progress, suite
         # a caller's pool of idle workers (a retune's batches), unless every round must be a new process
         self.pool = None if opts.fresh_process_rounds else workers
+        #: the worker process epoch the reps are timed in now (schedule.py), the round it began at, and the
+        #: re-measuring passes so far (each a fresh epoch where the run labels its processes)
+        self.epoch, self.epoch_start, self.passes = 0, 1, 0
+        self.fresh = False  # past the first epoch: never a kept worker from the pool
         # re-measuring (remeasure.py): decided rows are held, not written, until the referee has seen them
         self.board, self.held, self.gave_up = board, [], set()
         self.cases = cases
@@ -84,7 +88,8 @@ class SuiteRun:
 
     def _start(self) -> WorkerProc:
         wrap, budget, env = self._start_args()
-        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, budget, env, self.pool)
+        pool = None if self.fresh else self.pool
+        w, self.info = start_worker(self.spec, self.timing, self.log_dir, wrap, budget, env, pool)
         if w.trace_dir:
             self.trace_dirs.append(w.trace_dir)
         return w
@@ -142,7 +147,8 @@ class SuiteRun:
     def _open(self) -> None:
         check_output(self.out, self.opts)  # again under the lock: another run may have written OUT since
         done = self._done_keys()
-        self.todo = [CaseState.of(c) for c in self.cases if f"{c.name}\x1f{c.case_id}" not in done]
+        labelled = labels_processes(self.opts)
+        self.todo = [CaseState.of(c, labelled) for c in self.cases if f"{c.name}\x1f{c.case_id}" not in done]
         self.worker = self._start()
         self.timing = resolve_timing(self.timing, self.info)
         if self.timing != self.worker.timing:
@@ -243,7 +249,8 @@ class SuiteRun:
 
     def _prepare_all(self) -> None:
         """Phase 1: build, compile and check every case."""
-        unprepared = [s for s in self.todo if s.prep is None]
+        # a multi-GPU case builds its inputs across its ranks: only its worker group can compile it
+        unprepared = [s for s in self.todo if s.prep is None and int(s.request["world_size"]) == 1]
         if self.opts.compile_jobs > 1 and self.timing != "wallclock" and len(unprepared) > 1:
             jobs = min(self.opts.compile_jobs, len(unprepared))
             figures = precompile(
@@ -280,14 +287,8 @@ class SuiteRun:
     def _round(self, rnd: int) -> Generator[tuple[int, str], None, None]:
         """Phase 2, one round: one rep of every case that needs one."""
         pending = [s for s in self.todo if s.final is None and len(s.reps) < rnd]
-        fresh = self.opts.fresh_process_rounds and rnd > 1 and pending and self.timing != "rocprofv3"
-        if fresh:
-            # a new process: new input allocations and a new CUDA context, so a rep's placement luck (which
-            # moves some shapes by several % from process to process) is averaged over the reps
-            for w in [self.worker, *self.groups.values()]:
-                if w is not None:
-                    w.close()
-            self.worker, self.groups = None, {}
+        if pending:
+            self._enter_epoch(main_epoch(self.opts, rnd), rnd)
         traced: list[CaseState] = []
         for st in pending:
             st.request["rep"] = rnd - 1
@@ -302,6 +303,20 @@ class SuiteRun:
         if traced:
             self._read_traced(traced, rnd)
 
+    def _enter_epoch(self, epoch: int, rnd: int) -> None:
+        """Time from round ``rnd`` on in worker processes of ``epoch``: new ones when it is not the current one
+        (new input allocations and a new CUDA context, so a process's placement luck, which moves some shapes by
+        several % from process to process, is sampled by the reps instead of fixed for all of them)."""
+        if epoch == self.epoch:
+            return
+        self.epoch, self.epoch_start, self.fresh = epoch, rnd, True
+        if self.timing == "rocprofv3":
+            return  # its worker exits after every round anyway (its trace is read then)
+        for w in [self.worker, *self.groups.values()]:
+            if w is not None:
+                w.close()
+        self.worker, self.groups = None, {}
+
     def _time_request(self, st: CaseState) -> dict[str, Any]:
         return {
             "op": "time",
@@ -315,7 +330,7 @@ class SuiteRun:
     def _record(self, st: CaseState, ans: dict[str, Any]) -> None:
         """One rep of ``st`` from a worker's (or worker group's) answer: journaled, then kept."""
         entry = {"kind": "rep", "key": st.key, "time_us": ans["time_us"], "dispatch_us": ans.get("dispatch_us"),
-                 "telemetry": ans.get("telemetry")}  # fmt: skip
+                 "telemetry": ans.get("telemetry"), "proc": self.epoch}  # fmt: skip
         for extra in ("rank_times_us", "halves_pct"):  # a worker group's
             if ans.get(extra) is not None:
                 entry[extra] = ans[extra]
@@ -345,7 +360,8 @@ class SuiteRun:
             if not d.need_more:
                 why = group_problem(st) if d.status == "ok" else ""  # a multi-GPU time that must not be judged
                 status = "unstable" if why else d.status
-                row = result_row(st, status, time_us=d.value, decision=d, timing=self.timing, error=why)
+                value = case_time(st, rnd, d.value) if d.status == "ok" else d.value
+                row = result_row(st, status, time_us=value, decision=d, timing=self.timing, error=why)
                 if self.board is None:
                     self._finish(st, row)
                 else:
@@ -368,6 +384,9 @@ class SuiteRun:
             todo = [st for st in self.held if st.key in want and st.key not in self.gave_up]
             if not todo:
                 break
+            if labels_processes(self.opts):  # every pass in processes of its own: it confirms the first pass
+                self._enter_epoch(schedule.FIRST_EXTRA_EPOCH + self.passes, rnd)
+            self.passes += 1
             self.total += sum(want[st.key] - len(st.reps) for st in todo)
             while todo:
                 yield from self._extra_round(rnd, todo)
@@ -394,7 +413,8 @@ class SuiteRun:
         row = st.final
         if len(st.reps) > st.base_reps:
             reps = list(st.reps)
-            d = stability.Decision(False, pooled_time(reps), row["status"], tuple(reps), f"mean of {len(reps)}")
+            value = case_time(st, len(reps), pooled_time(reps))
+            d = stability.Decision(False, value, row["status"], tuple(reps), f"mean of {len(reps)}")
             row = result_row(st, row["status"], time_us=d.value, decision=d, timing=self.timing, error=row["error"])
         row["gpu"] = self._gpu_of(int(st.request["world_size"]))
         return row
@@ -449,6 +469,30 @@ class _Failed:
         pass
 
     kill = close
+
+
+def labels_processes(opts: RunOptions) -> bool:
+    """Whether a run times its reps in several worker processes and labels each rep with its process
+    (``rep_procs``): the default; ``--processes 1`` is the one-process method of before, which writes no labels."""
+    return opts.processes > 1 or opts.fresh_process_rounds
+
+
+def main_epoch(opts: RunOptions, rnd: int) -> int:
+    """The worker process epoch of main round ``rnd`` (schedule.epoch_of_round; a new one every round with
+    --fresh-process-rounds)."""
+    if opts.fresh_process_rounds:
+        return min(rnd - 1, schedule.FIRST_EXTRA_EPOCH - 1)
+    return schedule.epoch_of_round(rnd, opts.reps, opts.processes)
+
+
+def case_time(st: CaseState, reps: int, otherwise: float | None) -> float | None:
+    """A timed case's time from its first ``reps`` reps where they came from several labelled processes: every
+    process's mean an equal vote (schedule.balanced_mean); ``otherwise`` (the stability rule's value, the pooled
+    mean of a re-measured case) for a run of one process."""
+    times, procs = st.reps[:reps], st.procs[:reps]
+    if st.label_procs and len(set(procs)) > 1:
+        return schedule.balanced_mean(times, procs)
+    return otherwise
 
 
 def log_dir(out: Path, opts: RunOptions) -> Path:

@@ -42,14 +42,14 @@ def test_nothing_to_decide_for_failures_far_cases_and_the_floor():
 
 def test_several_envs_each_against_the_first():
     ref = rule_referee(RULE)
-    assert ref([row(10.0), row(10.7), row(20.0)])
-    assert not ref([row(10.0), row(20.0), row(10.7, spread=0.03)])
+    assert ref({"k": [row(10.0), row(10.7), row(20.0)]}) == {"k"}
+    assert ref({"k": [row(10.0), row(20.0), row(10.7, spread=0.03)]}) == set()
 
 
 def test_the_guard_referee_reads_the_guards_pairs():
     """golden_old, tot_old, golden_new, tot_new: undecided when TOT new vs golden old straddles the limit."""
     ref = guard_referee(RULE)
     quiet = [row(10.0), row(10.0), row(10.0), row(10.0)]
-    assert ref(quiet)
-    assert not ref([row(10.0), row(10.0), row(10.0), row(10.7, spread=0.03)])
-    assert not ref([row(10.0), row(10.0), row(10.7, spread=0.03), row(10.0)])  # golden old vs new
+    assert ref({"k": quiet}) == {"k"}
+    assert ref({"k": [row(10.0), row(10.0), row(10.0), row(10.7, spread=0.03)]}) == set()
+    assert ref({"k": [row(10.0), row(10.0), row(10.7, spread=0.03), row(10.0)]}) == set()  # golden old vs new

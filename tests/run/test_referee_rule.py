@@ -33,7 +33,7 @@ def test_the_policy_referees_with_the_rule_given_and_records_it():
     assert loose.rule == {"rel": 1.10, "abs_us": 0.5, "min_golden_us": 4.0}
     # 7 % slower, 3 % noise: straddles AITER's 5.5 % limit at 10 µs; far below a 10 % + 0.5 µs one
     pair = [row(10.0), row(10.7, spread=0.03)]
-    assert not aiter.referee(pair) and loose.referee(pair)
+    assert aiter.referee({"k": pair}) == set() and loose.referee({"k": pair}) == {"k"}
     assert remeasure_policy(False, 12, 0.3, Rule(rel=1.10)) is None
 
 
@@ -41,13 +41,13 @@ def test_the_run_records_the_rule_in_each_sidecar(tmp_path):
     outs = [tmp_path / "a.csv", tmp_path / "b.csv"]
     for o in outs:
         o.with_name(o.name + ".env.json").write_text(json.dumps({"env_name": o.stem}))
-    policy = Remeasure(lambda rows: True, Budget(), rule={"rel": 1.01, "abs_us": 0.5, "min_golden_us": 4.0})
+    policy = Remeasure(lambda cases: set(cases), Budget(), rule={"rel": 1.01, "abs_us": 0.5, "min_golden_us": 4.0})
     _Referee(Board(2), policy, outs, time.monotonic()).judge()  # nothing held: decided at once
     for o in outs:
         side = json.loads(o.with_name(o.name + ".env.json").read_text())
         assert side["remeasure"]["rule"] == {"rel": 1.01, "abs_us": 0.5, "min_golden_us": 4.0}
         assert side["remeasure"]["stopped"] == "decided"
-    bare = Remeasure(lambda rows: True, Budget())  # a caller that describes no rule: none is written
+    bare = Remeasure(lambda cases: set(cases), Budget())  # a caller that describes no rule: none is written
     _Referee(Board(2), bare, outs[:1], time.monotonic()).judge()
     fresh = tmp_path / "c.csv"
     fresh.with_name("c.csv.env.json").write_text("{}")

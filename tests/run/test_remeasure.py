@@ -10,6 +10,7 @@ import pytest
 
 from harness.results.load import load_results
 from harness.run.remeasure import Board, Budget, next_targets, pooled_time
+from harness.run.schedule import balanced_mean
 from tests.conftest import DATA, ROOT
 
 # -- the policy ----------------------------------------------------------------------------------------------
@@ -32,9 +33,9 @@ def test_board_asks_only_about_cases_held_under_every_env():
     board.held[1] = {"k1": (row(1.5), 0, True), "k2": (row(2.5), 4, True)}  # k3 failed under env 1
     seen = []
 
-    def referee(rows):
-        seen.append([r["time_us"] for r in rows])
-        return rows[0]["time_us"] == 1.0  # decides k1 only
+    def referee(cases):  # all undecided cases at once, in key order
+        seen.extend([r["time_us"] for r in rows] for rows in cases.values())
+        return {k for k, rows in cases.items() if rows[0]["time_us"] == 1.0}  # decides k1 only
 
     assert board.undecided(referee) == {"k2": 4}  # the most extra reps either env had
     assert seen == [[1.0, 1.5], [2.0, 2.5]]
@@ -57,11 +58,15 @@ class Referee:
     def __init__(self, until: int, stop_after: int | None = None):
         self.until, self.stop_after, self.calls = until, stop_after, []
 
-    def __call__(self, rows):
-        self.calls.append((rows[0]["case_id"], [r["reps"] for r in rows]))
-        if self.stop_after is not None and len(self.calls) > self.stop_after:
-            raise KeyboardInterrupt  # the run is killed while it re-measures
-        return "_M32_" in rows[0]["case_id"] or min(r["reps"] for r in rows) >= self.until
+    def __call__(self, cases):
+        decided = set()
+        for key, rows in cases.items():
+            self.calls.append((rows[0]["case_id"], [r["reps"] for r in rows]))
+            if self.stop_after is not None and len(self.calls) > self.stop_after:
+                raise KeyboardInterrupt  # the run is killed while it re-measures
+            if "_M32_" in rows[0]["case_id"] or min(r["reps"] for r in rows) >= self.until:
+                decided.add(key)
+        return decided
 
 
 @pytest.fixture
@@ -120,9 +125,9 @@ def test_an_undecided_case_gets_more_reps_interleaved_and_pooled(setup):
     fewer, more = sorted((ra["M16"].reps, rb["M16"].reps))
     assert fewer >= 7 and fewer - 7 < 2 and more - fewer in (0, 2)
     assert ra["M32"].reps in (3, 5) and rb["M32"].reps in (3, 5)  # decided at once: no extra rep
-    for r in (ra["M16"], rb["M16"]):
-        reps = json.loads(r.rep_times_us)
-        assert len(reps) == r.reps and r.time_us == pytest.approx(sum(reps) / len(reps), rel=1e-3)
+    for r in (ra["M16"], rb["M16"]):  # the time: every process's mean one vote (each pass a process of its own)
+        reps, procs = json.loads(r.rep_times_us), json.loads(r.rep_procs)
+        assert len(reps) == r.reps and r.time_us == pytest.approx(balanced_mean(reps, procs), rel=1e-3)
     # the extra reps alternate between the envs, case by case, as the first rounds do
     m16 = [w for w, c in timed if "_M16_" in c]
     last_pass = m16[-4:]  # two extra reps under each env: A B, B A (or B A, A B)
