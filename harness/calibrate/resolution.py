@@ -67,7 +67,8 @@ def judge_pair(golden: pd.DataFrame, other: pd.DataFrame, rule: Rule) -> pd.Data
     verdict and its confidence. Frames: results files as loaded (kernel, case_id, status, time_us,
     rep_times_us)."""
     key = ["kernel", "case_id"]
-    cols = [*key, "status", "time_us", "rep_times_us"]
+    labelled = all("rep_procs" in df.columns for df in (golden, other))
+    cols = [*key, "status", "time_us", "rep_times_us", *(["rep_procs"] if labelled else [])]
     m = golden[cols].merge(other[cols], on=key, suffixes=("_g", "_t"))
     m = m[m["status_g"].isin(TIMED_STATUSES) & m["status_t"].isin(TIMED_STATUSES)].reset_index(drop=True)
     g, t = m["time_us_g"].to_numpy(dtype=np.float64), m["time_us_t"].to_numpy(dtype=np.float64)
@@ -75,6 +76,8 @@ def judge_pair(golden: pd.DataFrame, other: pd.DataFrame, rule: Rule) -> pd.Data
     gs = rep_stats(m["rep_times_us_g"].to_numpy(dtype=object))
     ts = rep_stats(m["rep_times_us_t"].to_numpy(dtype=object))
     ev = evidence(g, t, gs, ts, code, rule)
+    if labelled:  # reps of several processes: the interval compare gives them (between-process spread included)
+        ev = _labelled(m, g, t, code, rule, ev)
     return pd.DataFrame(
         {
             "kernel": m["kernel"],
@@ -88,6 +91,24 @@ def judge_pair(golden: pd.DataFrame, other: pd.DataFrame, rule: Rule) -> pd.Data
             "confident": np.asarray(ev["confidence"]) == CONFIDENCE.index("confident"),
         }
     )
+
+
+def _labelled(
+    m: pd.DataFrame, g: np.ndarray, t: np.ndarray, code: np.ndarray, rule: Rule, ev: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """``ev`` with confirm.judge's figures where both rows label their reps by process (the rest keep theirs)."""
+    from harness.compare.confirm import Side, judge
+
+    def cells(name: str) -> list[str]:
+        return m[name].fillna("").astype(str).tolist()
+
+    sides = [Side.parse(cells(f"rep_times_us_{k}"), cells(f"rep_procs_{k}")) for k in ("g", "t")]
+    lab = judge(m["kernel"].astype(str).to_numpy(dtype=object), sides[0], sides[1], g, t, code, rule)
+    rows = lab["labelled"]
+    return {
+        name: np.where(rows, lab[name], ev[name])
+        for name in ("delta_lo_pct", "delta_hi_pct", "noise_pct", "confidence")
+    }
 
 
 def summarize(

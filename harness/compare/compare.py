@@ -14,6 +14,7 @@ import pandas as pd
 from harness.compare.confidence import CONFIDENCE, assess, may_regress, unbounded
 from harness.compare.notes import (
     SAME_GPU_WHY,
+    UNCONFIRMED,
     clock_note,
     first_line,
     method_differences,
@@ -309,23 +310,44 @@ def _compare(
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
     differs = tot_cfg != cols["golden_config"]
     cols["tot_config"] = tot_cfg.where(differs, "") if differs.any() else blank(len(tot_cfg))
-    cols["note"] = _notes(j, vcode, pct)
     process = {}
     if process_pct is not None:
         sigma = pd.api.extensions.take(np.asarray(process_pct, dtype=np.float64), j.gi, allow_fill=True)
         process["sigma"] = sigma
-    cols.update(_evidence(j, gu, tu, vcode, rule, process.get("sigma")))
+    labelled = _labelled_evidence(j, cols["kernel"], gu, tu, vcode, rule, process.get("sigma"))
+    cols["note"] = _notes(j, vcode, pct, labelled)
+    cols.update(_evidence(j, gu, tu, vcode, rule, process.get("sigma"), labelled))
     if "by_process" in cols:
         process["by_process"] = cols.pop("by_process")
     table = pd.DataFrame({c: cols[c] for c in COMPARE_COLUMNS if c in cols}, copy=False)  # no 2-D block copy
     return table, warnings, process
 
 
+def _labelled_evidence(
+    j: _Joined, kernels: Any, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule,
+    process_pct: np.ndarray | None,
+) -> dict[str, np.ndarray] | None:  # fmt: skip
+    """confirm.judge of the rows whose reps both files label with their worker process (``rep_procs``); None
+    where either file labels none (a file of one process: judged by its reps alone, confidence.assess)."""
+    if not all("rep_procs" in df.columns and _holds_text(df["rep_procs"]) for df in (j.golden, j.tot)):
+        return None
+    from harness.compare.confirm import Side, judge
+
+    sides = [
+        Side.parse(_col(df, "rep_times_us", rows).tolist(), _col(df, "rep_procs", rows).tolist())
+        for df, rows in ((j.golden, j.gi), (j.tot, j.ti))
+    ]
+    names = np.asarray(pd.Series(kernels).astype(str), dtype=object)
+    return judge(names, sides[0], sides[1], gu, tu, vcode, rule, process_pct)
+
+
 def _evidence(
-    j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule, process_pct: np.ndarray | None = None
-) -> dict[str, Any]:
+    j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule, process_pct: np.ndarray | None = None,
+    labelled: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
-    where given; 'unknown' without rep times."""
+    where given; 'unknown' without rep times. ``labelled``: confirm.judge's evidence, which replaces assess's
+    for the rows it judged (their reps labelled by process: the between-process spread and the confirmation)."""
     u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
     sides = (("golden", j.gi), ("tot", j.ti))
 
@@ -340,6 +362,17 @@ def _evidence(
     spreads = [_col(df, "spread_pct", rows, np.nan, copy=False) for df, rows in taken]
     looked = unbounded((j.gsc == u) | (j.tsc == u), *spreads)
     ev = assess(gu, tu, vcode, rule, looked, rep_texts, n_reps, clocks, process_pct)
+    if labelled is not None:
+        from harness.compare.confidence import clock_explains
+        from harness.compare.confirm import overlay
+
+        moved = clock_explains(gu, tu, *clocks, vcode, rule) if clocks is not None else np.zeros(len(vcode), bool)
+        ev["confidence"] = overlay(ev["confidence"], labelled, moved)
+        rows = labelled["labelled"]
+        for name in ("noise_pct", "delta_lo_pct", "delta_hi_pct"):
+            ev[name] = np.where(rows, labelled[name], ev[name])
+        if "by_process" in ev:
+            ev["by_process"] = ev["by_process"] & ~rows  # (an A/A's widening of them is in their interval)
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
@@ -409,8 +442,11 @@ def _case_columns(j: _Joined, golden_name: str, tot_name: str) -> dict[str, Any]
     return cols
 
 
-def _notes(j: _Joined, vcode: np.ndarray, pct: np.ndarray) -> pd.Categorical:
-    """A note only for the few failed, unstable or flagged rows: codes into a small category list, '' elsewhere."""
+def _notes(
+    j: _Joined, vcode: np.ndarray, pct: np.ndarray, labelled: dict[str, np.ndarray] | None = None
+) -> pd.Categorical:
+    """A note only for the few failed, unstable or flagged rows: codes into a small category list, '' elsewhere.
+    ``labelled``: confirm.judge's evidence, whose unconfirmed flags say why they are not confident."""
     note_of: dict[int, str] = {}
 
     def add(i: int, text: str, join: bool = True) -> None:
@@ -422,6 +458,11 @@ def _notes(j: _Joined, vcode: np.ndarray, pct: np.ndarray) -> pd.Categorical:
     _failure_notes(j, add)
     _unstable_notes(j, add)
     flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
+    if labelled is not None:
+        from harness.compare.confirm import note
+
+        for i in np.flatnonzero(labelled["unconfirmed"]):
+            add(int(i), note(VERDICTS[vcode[i]], float(labelled["first_pct"][i]), float(labelled["again_pct"][i])))
     if len(flagged):
         _flag_notes(j, flagged, vcode, pct, add)
     cats = ["", *sorted(set(note_of.values()))]
@@ -607,6 +648,9 @@ def compare_files(
         table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
+    labels = all("rep_procs" in df.columns and _holds_text(df["rep_procs"]) for df in (gdf, tdf))
+    if not labels and is_verdict(table["verdict"], ("regression", "improvement")).any():
+        warnings.append(UNCONFIRMED)
     warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w] + aa_warnings
     return Comparison(
         table=table,

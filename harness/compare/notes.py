@@ -93,6 +93,14 @@ def part_differences(golden_env: dict, tot_env: dict) -> list[str]:
     return out
 
 
+#: the warning of a comparison with flags whose files label no rep with its worker process (compare_files)
+UNCONFIRMED = (
+    "the flags are not confirmed: these files label no rep with its worker process (--processes 1, or an older "
+    "harness), so each flag is one process's claim, never measured again in fresh processes; `harness run` with "
+    "--with-env measures both stacks interleaved and confirms every flag"
+)
+
+
 #: why results of two physical GPUs are not compared (reports/h100-triton-3.6.0-vs-3.9.0, issue 21 item 17)
 SAME_GPU_WHY = (
     "golden and TOT must share a GPU: results from two H200 machines flagged 41 of 120 cases against each other "

@@ -1,0 +1,218 @@
+"""Confident means confirmed: the between-process spread in every interval, and a flag that must repeat in fresh
+processes. Pure: arrays in, arrays out, no I/O (docs/verdicts.md, "Confirmed verdicts", derives the choices).
+
+A run labels every rep with the worker process that timed it (``rep_procs``; run/schedule.py): each env's first
+reps come from two or more processes, and every re-measuring pass after the stability rule (``procs`` at or above
+results.schema.FIRST_EXTRA_EPOCH) from fresh ones. For each case and stack:
+
+- each process's mean rep time, and the stack's time as the mean of those (every process one vote);
+- the relative deviation of each process's mean from it; their squares over (processes − 1), pooled over both
+  stacks, is the case's own estimate ``s²`` of the variance of one process's mean, with ``d`` degrees of freedom
+  (2 processes a stack: d = 2);
+- **moderated** by its kernel's (limma's empirical Bayes, with a prior of PRIOR_DF degrees of freedom): the prior
+  ``s0²`` is the family's median ``s²`` over the median of χ²_d / d (the median, so that a few cases with
+  pathological placement do not set their family's noise), and the case's variance is
+  ``(PRIOR_DF·s0² + d·s²) / (PRIOR_DF + d)`` with ``PRIOR_DF + d`` degrees of freedom: a case that agrees with
+  itself by luck is not taken at its word, a case that disagrees keeps most of its own spread;
+- Δ's standard error ``100 · (tot / golden) · s · sqrt(1 / k_golden + 1 / k_tot)`` (k: processes a stack), the
+  95 % half-width Student's t at those degrees of freedom times it; ``noise_pct`` is ``100 · s``.
+
+The interval is judged by the rule's limits as confidence.evidence judges it. A regression or an improvement is
+``confident`` only when, beyond that, the rule applied to the re-measured processes alone gives the same flag: a
+flag that does not repeat there is ``ambiguous`` with a note, and one never measured again is ``ambiguous`` too
+("not confirmed"): a flag is a claim that must survive being measured again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.compare.confidence import CONFIDENCE, JUDGED, NOISE_FLOOR_PCT, Z95, t975
+from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.results.schema import FIRST_EXTRA_EPOCH
+
+#: degrees of freedom of the family's prior on a case's between-process variance (limma's d0)
+PRIOR_DF = 4.0
+#: a family pools its cases' spreads into a prior only from this many cases with two processes a stack on
+MIN_FAMILY = 5
+
+_CODE = {v: i for i, v in enumerate(VERDICTS)}
+_FLAGS = (_CODE["regression"], _CODE["improvement"])
+
+
+@dataclass(frozen=True)
+class Side:
+    """One stack's reps of each row, flat: ``values`` (µs), ``rows`` (the row each belongs to), ``procs`` (its
+    process); rows without labelled reps hold none."""
+
+    values: np.ndarray
+    rows: np.ndarray
+    procs: np.ndarray
+    n: int
+
+    @classmethod
+    def parse(cls, times: list[str], procs: list[str]) -> Side:
+        """From the cells of ``rep_times_us`` and ``rep_procs`` (JSON lists); a row whose two lists do not
+        parse as positive times and whole numbers of the same length holds no reps here (it is judged as a
+        file without labels is)."""
+        v, r, p = [], [], []
+        for i, (tc, pc) in enumerate(zip(times, procs, strict=True)):
+            got = _pair(tc, pc)
+            if got is not None:
+                v += got[0]
+                p += got[1]
+                r += [i] * len(got[0])
+        return cls(np.asarray(v, dtype=np.float64), np.asarray(r, dtype=np.int64), np.asarray(p, dtype=np.int64),
+                   len(times))  # fmt: skip
+
+    def processes(self, which: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row of each process, its mean, the row's mean over its processes at that row) over the processes of
+        ``which``: 'all', 'first' (the first pass) or 'again' (the re-measuring passes)."""
+        keep = {"all": np.ones(len(self.procs), bool), "first": self.procs < FIRST_EXTRA_EPOCH,
+                "again": self.procs >= FIRST_EXTRA_EPOCH}[which]  # fmt: skip
+        rows, procs, values = self.rows[keep], self.procs[keep], self.values[keep]
+        key = rows * (int(procs.max(initial=0)) + 1) + procs
+        groups, inverse = np.unique(key, return_inverse=True)
+        sums = np.bincount(inverse, weights=values, minlength=len(groups))
+        means = sums / np.bincount(inverse, minlength=len(groups))
+        grow = rows[np.unique(inverse, return_index=True)[1]] if len(groups) else np.zeros(0, np.int64)
+        count = np.bincount(grow, minlength=self.n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            row_mean = np.bincount(grow, weights=means, minlength=self.n) / count
+        return grow, means, row_mean
+
+    def stack_time(self, which: str = "all") -> np.ndarray:
+        """Each row's time over the processes of ``which`` (NaN where it has none)."""
+        return self.processes(which)[2]
+
+
+def _pair(times: str, procs: str) -> tuple[list[float], list[int]] | None:
+    if not (isinstance(times, str) and isinstance(procs, str) and times.strip() and procs.strip()):
+        return None
+    try:
+        t, p = json.loads(times), json.loads(procs)
+    except ValueError:
+        return None
+    if not (isinstance(t, list) and isinstance(p, list) and len(t) == len(p) and t):
+        return None
+    if not all(isinstance(x, (int, float)) and 0 < x < 1e100 for x in t):
+        return None
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in p):
+        return None
+    return [float(x) for x in t], p
+
+
+def spread(side: Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(processes, sum of squared relative deviations of the process means from the row's time, that sum's
+    degrees of freedom) per row."""
+    grow, means, row_mean = side.processes()
+    k = np.bincount(grow, minlength=side.n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dev = means / row_mean[grow] - 1.0
+    ss = np.bincount(grow, weights=dev**2, minlength=side.n)
+    return k, ss, np.maximum(k - 1, 0)
+
+
+def moderated(kernels: np.ndarray, s2: np.ndarray, d: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(variance, degrees of freedom, the family's prior) per row: each row's own ``s2`` on ``d`` degrees of
+    freedom, pulled towards its kernel's prior (module docstring); NaN variance where there is neither."""
+    prior = np.full(len(s2), np.nan)
+    keys = np.asarray(kernels, dtype=object)
+    own = usable & (d >= 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = s2 / (1.0 - 2.0 / (9.0 * np.maximum(d, 1))) ** 3  # over the median of χ²_d / d
+    for k in set(keys[own].tolist()):
+        mine = own & (keys == k)
+        if mine.sum() >= MIN_FAMILY:
+            prior[usable & (keys == k)] = float(np.median(scaled[mine]))
+    d0 = np.where(np.isfinite(prior), PRIOR_DF, 0.0)
+    df = d0 + np.where(own, d, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (np.nan_to_num(prior) * d0 + np.where(own, s2, 0.0) * np.where(own, d, 0)) / df
+    return np.where(df > 0, var, np.nan), df, prior
+
+
+def judge(
+    kernels: np.ndarray,
+    golden: Side,
+    tot: Side,
+    golden_us: np.ndarray,
+    tot_us: np.ndarray,
+    verdict_codes: np.ndarray,
+    rule: Rule,
+    process_pct: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """The evidence of every row whose stacks both carry labelled reps (``labelled``): ``noise_pct`` (100 · the
+    moderated between-process spread), ``delta_lo_pct``/``delta_hi_pct``, ``confidence`` (codes into CONFIDENCE),
+    ``first_pct``/``again_pct`` (Δ% of the first pass and of the re-measured processes alone; NaN where none) and
+    ``unconfirmed`` (a flag that the re-measuring did not repeat, or that was never measured again: never
+    confident, whatever its interval). ``process_pct``: an A/A's σ_p per row (NaN: none), added as
+    confidence.widened adds it."""
+    g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
+    v = np.asarray(verdict_codes)
+    (kg, ssg, dg), (kt, sst, dt) = spread(golden), spread(tot)
+    labelled = np.isin(v, JUDGED) & (kg >= 1) & (kt >= 1) & (kg + kt >= 3)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = (ssg + sst) / (dg + dt)
+    var, df, _ = moderated(kernels, s2, dg + dt, labelled)
+    s = np.fmax(np.sqrt(var), NOISE_FLOOR_PCT / 100)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = t / g
+        delta = 100.0 * (ratio - 1.0)
+        se = 100.0 * ratio * s * np.sqrt(1.0 / kg + 1.0 / kt)
+        half = t975(np.nan_to_num(df, nan=1.0)) * se
+        if process_pct is not None:
+            half = np.sqrt(half**2 + np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64)) ** 2)
+        reg_lim, imp_lim = rule.limits_pct(g)
+    lo, hi = delta - half, delta + half
+    known = labelled & np.isfinite(half)
+    sure = np.select(
+        [v == _CODE["regression"], v == _CODE["improvement"], v == _CODE["ok"]],
+        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
+        default=False,
+    )
+    first, again = _pass_delta(golden, tot, "first"), _pass_delta(golden, tot, "again")
+    ag, at = golden.stack_time("again"), tot.stack_time("again")
+    repeats = timed_codes(ag, at, rule) == v  # NaN times: 'ok', never a flag
+    flagged = np.isin(v, _FLAGS)
+    unconfirmed = known & flagged & ~(np.isfinite(ag) & np.isfinite(at) & repeats)
+    conf = np.full(len(v), CONFIDENCE.index(""), dtype=np.int8)
+    conf[np.isin(v, JUDGED)] = CONFIDENCE.index("unknown")
+    conf[known] = np.where(sure[known] & ~unconfirmed[known], 0, 1)
+    nan = np.full(len(v), np.nan)
+    return {
+        "labelled": known,
+        "confidence": conf,
+        "noise_pct": np.where(known, 100.0 * s, nan),
+        "delta_lo_pct": np.where(known, lo, nan),
+        "delta_hi_pct": np.where(known, hi, nan),
+        "first_pct": first,
+        "again_pct": again,
+        "unconfirmed": unconfirmed,
+        "processes": np.minimum(kg, kt),
+    }
+
+
+def _pass_delta(golden: Side, tot: Side, which: str) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100.0 * (tot.stack_time(which) / golden.stack_time(which) - 1.0)
+
+
+def note(verdict: str, first_pct: float, again_pct: float) -> str:
+    """Why a flag is not confirmed: it did not repeat in fresh processes, or it was never measured there."""
+    if not np.isfinite(again_pct):
+        return f"{verdict} not confirmed: never measured again in fresh processes"
+    return f"{verdict} did not repeat in fresh processes: first pass {first_pct:+.2f} %, again {again_pct:+.2f} %"
+
+
+def overlay(confidence: np.ndarray, labelled: dict[str, np.ndarray], moved: np.ndarray) -> np.ndarray:
+    """``confidence`` (codes, confidence.assess's) with confirm.judge's in place for the rows it judged, a
+    confident flag among them whose time moved with the SM clock made ambiguous, as assess makes its own."""
+    out = np.asarray(confidence).copy()
+    rows = labelled["labelled"]
+    out[rows] = labelled["confidence"][rows]
+    out[rows & moved & (out == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")
+    return out

@@ -1,0 +1,134 @@
+"""Confident means confirmed (compare/confirm.py): the between-process spread of every case in its interval,
+moderated by its kernel's, and a flag that must repeat in fresh processes; through compare on results files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.compare.compare import compare_files
+from harness.compare.confidence import CONFIDENCE
+from harness.compare.confirm import Side, judge
+from harness.compare.notes import UNCONFIRMED
+from harness.compare.rule import Rule, timed_codes
+from harness.results.schema import FIRST_EXTRA_EPOCH
+from harness.results.write import write_results
+
+RULE = Rule()
+AGAIN = FIRST_EXTRA_EPOCH
+
+
+def side(*cases: list[tuple[int, float]]) -> Side:
+    """One stack's rows, each a list of (process, rep time)."""
+    return Side.parse([json.dumps([t for _, t in c]) for c in cases], [json.dumps([p for p, _ in c]) for c in cases])
+
+
+def reps(*means: tuple[int, float], each: int = 2, jitter: float = 0.001) -> list[tuple[int, float]]:
+    """``each`` reps per (process, mean), spread ±jitter around it."""
+    return [(p, m * (1 + jitter * (k - (each - 1) / 2))) for p, m in means for k in range(each)]
+
+
+def run_judge(golden: list, tot: list, kernel: str = "k") -> dict[str, np.ndarray]:
+    g, t = side(*golden), side(*tot)
+    gu, tu = g.stack_time(), t.stack_time()
+    code = timed_codes(gu, tu, RULE)
+    return {**judge(np.array([kernel] * len(golden), dtype=object), g, t, gu, tu, code, RULE), "code": code}
+
+
+def conf(ev: dict, i: int = 0) -> str:
+    return CONFIDENCE[int(ev["confidence"][i])]
+
+
+def test_a_regression_that_every_process_and_its_confirmation_show_is_confident():
+    ev = run_judge([reps((0, 100.0), (1, 100.1), (AGAIN, 100.0))], [reps((0, 110.0), (1, 110.2), (AGAIN, 110.1))])
+    assert conf(ev) == "confident" and not ev["unconfirmed"][0]
+    assert ev["first_pct"][0] == pytest.approx(10.05, abs=0.1) and ev["again_pct"][0] == pytest.approx(10.1, abs=0.1)
+
+
+def test_a_flag_that_does_not_repeat_in_fresh_processes_is_ambiguous():
+    # the first pass: +6 % in both processes; measured again in fresh processes: +0.1 %
+    ev = run_judge([reps((0, 100.0), (1, 100.0), (AGAIN, 100.0))], [reps((0, 106.0), (1, 106.1), (AGAIN, 100.1))])
+    assert ev["code"][0] == 0  # still a regression by the rule on every process's mean
+    assert conf(ev) == "ambiguous" and ev["unconfirmed"][0]
+    assert ev["again_pct"][0] == pytest.approx(0.1, abs=0.05)
+
+
+def test_a_flag_never_measured_again_is_not_confirmed():
+    ev = run_judge([reps((0, 100.0), (1, 100.0))], [reps((0, 110.0), (1, 110.1))])
+    assert conf(ev) == "ambiguous" and ev["unconfirmed"][0] and np.isnan(ev["again_pct"][0])
+
+
+def test_processes_that_disagree_widen_the_interval_their_reps_alone_would_not():
+    """Golden's two processes 8 % apart, each quiet inside: the reps of one process say nothing of it."""
+    ev = run_judge([reps((0, 100.0), (1, 108.0), (AGAIN, 100.0))], [reps((0, 110.0), (1, 110.0), (AGAIN, 110.0))])
+    assert conf(ev) == "ambiguous" and not ev["unconfirmed"][0]  # the interval itself straddles the limit
+    assert ev["noise_pct"][0] > 3.0
+
+
+def test_an_ok_case_is_confident_only_inside_both_limits():
+    quiet = run_judge([reps((0, 100.0), (1, 100.0))], [reps((0, 100.1), (1, 100.0))])
+    assert conf(quiet) == "confident"  # an ok needs no confirmation: nothing is claimed
+    noisy = run_judge([reps((0, 100.0), (1, 104.0))], [reps((0, 100.0), (1, 104.0))])
+    assert conf(noisy) == "ambiguous"
+
+
+def test_a_family_prior_keeps_a_case_that_agrees_with_itself_by_luck_from_overclaiming():
+    """Nine cases of one kernel whose processes sit 3 % apart, and one whose two processes happened to agree: alone
+    its own spread (zero) would make a 4 % slowdown confident before confirmation; moderated by its family's
+    it is not."""
+    noisy = [[*reps((0, 100.0), (1, 103.0))], [*reps((0, 100.0), (1, 103.0))]]
+    golden = [noisy[0]] * 9 + [reps((0, 100.0), (1, 100.0), (AGAIN, 100.0))]
+    tot = [noisy[1]] * 9 + [reps((0, 104.0), (1, 104.0), (AGAIN, 104.0))]
+    ev = run_judge(golden, tot)
+    assert conf(ev, 9) == "ambiguous"
+    alone = run_judge(golden[9:], tot[9:])
+    assert conf(alone) == "confident"
+
+
+def test_rows_without_labels_are_left_to_the_reps():
+    g, t = side(reps((0, 100.0), (1, 100.0))), Side.parse(["[110.0, 110.1, 110.0]"], [""])
+    ev = judge(np.array(["k"], dtype=object), g, t, g.stack_time(), np.array([110.0]), np.array([0]), RULE)
+    assert not ev["labelled"][0]
+
+
+# -- through compare, on results files -----------------------------------------------------------------------
+
+
+def _write(path, cases: dict[str, list[tuple[int, float]]], labelled: bool = True):
+    rows = []
+    for cid, rs in cases.items():
+        times = [t for _, t in rs]
+        row = {"kernel": "k", "case_id": cid, "params": json.dumps({"i": cid}), "status": "ok",
+               "time_us": float(side(rs).stack_time()[0]) if labelled else float(np.mean(times)),
+               "reps": len(times), "rep_times_us": times, "flops": 1.0, "bytes": 1.0}  # fmt: skip
+        if labelled:
+            row["rep_procs"] = [p for p, _ in rs]
+        rows.append(row)
+    write_results(path, rows)
+
+
+def test_compare_confirms_flags_and_says_why_one_is_not(tmp_path):
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    _write(g, {"real": reps((0, 100.0), (1, 100.1), (AGAIN, 100.0)), "gone": reps((0, 100.0), (1, 100.0), (AGAIN, 100.0)),
+               "flat": reps((0, 50.0), (1, 50.0))})  # fmt: skip
+    _write(t, {"real": reps((0, 110.0), (1, 110.1), (AGAIN, 110.0)), "gone": reps((0, 106.0), (1, 106.0), (AGAIN, 100.0)),
+               "flat": reps((0, 50.0), (1, 50.01))})  # fmt: skip
+    cmp = compare_files(g, t)
+    table = cmp.table.set_index("case_id")
+    assert table.loc["real", "confidence"] == "confident" and table.loc["real", "verdict"] == "regression"
+    assert table.loc["gone", "confidence"] == "ambiguous"
+    assert "did not repeat in fresh processes: first pass +6.00 %, again +0.00 %" in table.loc["gone", "note"]
+    assert table.loc["flat", "confidence"] == "confident" and table.loc["flat", "verdict"] == "ok"
+    assert UNCONFIRMED not in cmp.warnings and cmp.blocking == 1  # the ambiguous one does not block
+
+
+def test_compare_of_files_without_labels_warns_that_their_flags_are_unconfirmed(tmp_path):
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    _write(g, {"a": reps((0, 100.0), each=3)}, labelled=False)
+    _write(t, {"a": reps((0, 110.0), each=3)}, labelled=False)
+    cmp = compare_files(g, t)
+    assert cmp.table["confidence"].tolist() == ["confident"] and UNCONFIRMED in cmp.warnings
+    assert "rep_procs" not in pd.read_csv(g).dropna(axis=1, how="all").columns
