@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One device call of a session that brings Triton releases in parts (`harness env pack`: five parts of <= 16 MiB,
-# each carried by its own call, since a call uploads at most 64 MiB with the repository) and measures meanwhile.
+# One device call of a session that brings Triton releases in parts (`harness env pack`: parts of <= 16 MiB, as
+# many a call as its 64 MiB upload holds beside the repository: three for 3.9.0) and measures meanwhile.
 #
-#   lab/gpu_validation/call.sh [VERSION/PART] [STEP...]     e.g.  call.sh 3.8.0/p1 retune
+#   lab/gpu_validation/call.sh [VERSION/PART...] [STEP...]     e.g.  call.sh 3.9.0/p0 3.9.0/p1 3.9.0/p2 retune
 #
 # VERSION/PART: the carried folder .stage/VERSION/PART, gathered into STAGE/VERSION/ on the node; once every part
 # of a release is there it is unpacked (TOT_VERSION into HARNESS_TOT_TRITON, the others into
@@ -15,7 +15,7 @@ export RESULTS=${RESULTS:-.harness/gpu} STAGE=${STAGE:-/tmp/stage} HARNESS_TRITO
 export TOT_VERSION=${TOT_VERSION:-3.9.0}
 export HARNESS_TOT_TRITON=${HARNESS_TOT_TRITON:-/tmp/triton-$TOT_VERSION}
 mkdir -p "$RESULTS/done"
-if [[ ${1:-} == */p[0-9]* ]]; then
+while [[ ${1:-} == */p[0-9]* ]]; do  # one or more parts (as many as the upload holds beside the repository)
   v=${1%/*} part=${1#*/}
   shift
   mkdir -p "$STAGE/$v" && cp -r ".stage/$v/$part" "$STAGE/$v/"
@@ -26,7 +26,7 @@ if [[ ${1:-} == */p[0-9]* ]]; then
     if [ "$v" = "$TOT_VERSION" ]; then dest=$HARNESS_TOT_TRITON; else dest=$HARNESS_TRITON_DIR/$v; fi
     [ -d "$dest/triton" ] || python3 -m harness env unpack "$STAGE/$v" --dest "$dest" 2>&1 | grep -v "━" | tail -2
   fi
-fi
+done
 for step in "$@"; do
   if [ -f "$RESULTS/done/$step" ]; then echo "call.sh: $step already done"; continue; fi
   rc=0

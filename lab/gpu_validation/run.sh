@@ -17,6 +17,8 @@
 #     shards                                      the sharded workflow: SHARDS shards, one per GPU, merge, compare
 #     history                                     ROUNDS of golden + TOT, each --record'ed, then the history
 #     gpus                                        SUITE golden + TOT on GPU 0, then on every GPU (--gpus all)
+#     plain                                       issue 42: the plain command, three-way (TAG, SUITE, FILTER,
+#                                                 GPUS, RUN_ARGS): RESULTS/plain-TAG/ and its stats
 #     mg-aa, mg-three, ceilings, mg-sweep         multi-GPU: A/A or three-way at W = 1, 2 (FILTER, TAG,
 #                                                 RUN_ARGS), NVLink/HBM ceilings, the 1,000-point sweep
 #     aiter                                       issue 33: AITER's own batched GEMMs from a staged snapshot
@@ -213,6 +215,27 @@ PY
         | tee "$A/compare.txt" | tail -25 || true
       h explain "$A/compare.csv" --out "$A/explain" --limit 30 2>&1 | tail -2 || true
       h report --compare "$A/compare.csv" --out "$A/report" --retune "$R/retune/retune.json" 2>&1 | tail -1 || true
+      ;;
+    plain)  # issue 42's proof: the README's plain command, golden, TOT and golden again in one run, nothing else
+            # on its command line but the selection; then the plain compare of each pair. TAG names the folder
+            # (RESULTS/plain-TAG), SUITE and FILTER select, GPUS (CUDA_VISIBLE_DEVICES) gives it its GPUs, RUN_ARGS
+            # adds options (--gpus all; --processes 1 for the method of before, the cost baseline)
+      M="$R/plain-${TAG:-run}"; mkdir -p "$M"
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      stamp "plain ${TAG:-run} start"
+      date +%s > "$M/wall.txt"
+      # shellcheck disable=SC2086 # RUN_ARGS: several options
+      ( [ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
+        hrun --env envs/golden.yaml --suite "$SUITE" ${FILTER:+--filter "$FILTER"} --out "$M/golden.csv" \
+          --with-env envs/tot.yaml --with-out "$M/tot.csv" --with-env envs/golden.yaml --with-out "$M/golden-aa.csv" \
+          ${RUN_ARGS:-} > "$M/run.txt" 2>&1 )
+      date +%s >> "$M/wall.txt"
+      tail -4 "$M/run.txt"
+      h compare "$M/golden.csv" "$M/tot.csv" --out "$M/compare.csv" --markdown "$M/compare.md" > "$M/compare.txt" 2>&1 || true
+      h compare "$M/golden.csv" "$M/golden-aa.csv" --out "$M/compare-aa.csv" --markdown "$M/compare-aa.md" \
+        > "$M/compare-aa.txt" 2>&1 || true
+      stamp "plain ${TAG:-run} end"
+      python3 lab/gpu_validation/confirm_stats.py "$M" | tee "$M/stats.txt"
       ;;
     mg-aa|mg-three)  # W = 2 (and 1) in lockstep timing: golden twice (mg-aa), or golden, TOT and golden again
                      # (mg-three), reps interleaved; FILTER (mg-aa default: every W = 2 case; mg-three: W <= 2);
