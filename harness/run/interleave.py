@@ -136,6 +136,7 @@ class _Referee:
     def __init__(self, board: Board, policy: Remeasure, outs: list[Path], started: float, confirms: bool = False):
         self.board, self.policy, self.outs, self.confirms = board, policy, outs, confirms
         self.start, self.first = started, None
+        self.confirmed: float | None = None  # when the confirming pass ended: the time share counts from there
         self.asked: set[str] = set()
         self.passes = 0
 
@@ -143,11 +144,17 @@ class _Referee:
         now = time.monotonic()
         if self.first is None:
             self.first = now
+        if self.confirms and self.passes == 1 and self.confirmed is None:
+            self.confirmed = now
         undecided = self.board.undecided(self.policy.referee)
         if self.passes == 0:
             self.asked = set(undecided)
+        # fresh processes: one rep a case a pass (a process's placement is what varies, its reps hardly do: more
+        # processes buy more than more reps), the first pass confirming and outside the time share
         confirming = self.confirms and self.passes == 0
-        more, stop = next_targets(undecided, self.policy.budget, now - self.first, self.first - self.start, confirming)
+        spent = now - (self.confirmed or self.first)
+        step = 1 if self.confirms else None
+        more, stop = next_targets(undecided, self.policy.budget, spent, self.first - self.start, confirming, step)
         self.board.more = more
         if more:
             self.passes += 1
@@ -160,7 +167,8 @@ class _Referee:
             "fresh_processes": self.confirms,  # each pass in new worker processes: the first confirms the flags
             "stopped": stop,
             "seconds": round(now - self.first, 1),
-            "budget": {"extra_reps": b.extra_reps, "step": b.step, "share": b.share},
+            **({"confirming_s": round(self.confirmed - self.first, 1)} if self.confirmed else {}),
+            "budget": {"extra_reps": b.extra_reps, "step": step or b.step, "share": b.share},
             **({"rule": dict(self.policy.rule)} if self.policy.rule else {}),
         }
         for out in self.outs:

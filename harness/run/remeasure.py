@@ -52,18 +52,23 @@ class Remeasure:
 
 
 def next_targets(
-    undecided: dict[str, int], budget: Budget, spent_s: float, before_s: float, confirming: bool = False
+    undecided: dict[str, int],
+    budget: Budget,
+    spent_s: float,
+    before_s: float,
+    confirming: bool = False,
+    step: int | None = None,
 ) -> tuple[dict[str, int], str]:
     """How many reps each undecided case gets in the next pass, and why re-measuring stops when it does ('' while
     it goes on). ``undecided``: key → extra reps it has had so far; ``spent_s``: wall time of the passes so far;
     ``before_s``: the run's wall time before them. ``confirming``: the first pass of a run whose passes confirm
     its flags in fresh processes: part of the method, never cut for time (a flag not measured again is no
-    verdict)."""
+    verdict). ``step``: reps a case a pass in place of the budget's (a pass in fresh processes takes one)."""
     if not undecided:
         return {}, "decided"
-    if spent_s > budget.share * before_s and not confirming:
+    if spent_s >= budget.share * before_s and not confirming:
         return {}, "time"
-    more = {key: min(budget.step, budget.extra_reps - had) for key, had in undecided.items()}
+    more = {key: min(step or budget.step, budget.extra_reps - had) for key, had in undecided.items()}
     more = {key: n for key, n in more.items() if n > 0}
     return (more, "") if more else ({}, "reps")
 
@@ -86,15 +91,13 @@ class Board:
     def undecided(self, referee: Referee) -> dict[str, int]:
         """Cases held under every env, open under every env, that the referee does not decide → the most extra
         reps any env has had of them. A case held under some envs only (it failed elsewhere) has nothing to
-        decide."""
-        common = set.intersection(*(set(h) for h in self.held)) if self.held else set()
-        asked = {
-            key: [h[key][0] for h in self.held]
-            for key in sorted(common - self.decided)
-            if all(h[key][2] for h in self.held)
-        }
-        self.decided |= referee(asked) if asked else set()
-        return {key: max(h[key][1] for h in self.held) for key in asked if key not in self.decided}
+        decide. The referee sees every case held under every env, decided ones too (a case is judged beside its
+        kernel's others, as compare judges it), and a case it once decided stays decided."""
+        common = sorted(set.intersection(*(set(h) for h in self.held))) if self.held else []
+        open_ = [key for key in common if key not in self.decided and all(h[key][2] for h in self.held)]
+        if open_:
+            self.decided |= set(referee({key: [h[key][0] for h in self.held] for key in common})) & set(open_)
+        return {key: max(h[key][1] for h in self.held) for key in open_ if key not in self.decided}
 
 
 def pooled_time(reps: list[float]) -> float:

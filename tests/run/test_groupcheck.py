@@ -41,3 +41,19 @@ def test_a_case_state_is_judged_by_its_ranks_only_when_it_has_them():
         st.add_rep(14.0, None, None, r, 0.2)
     assert group_problem(st).startswith("ranks disagree: skew 41.0 %")
     assert st.halves == [0.2, 0.2, 0.2]
+
+
+def test_one_worker_group_whose_ranks_disagree_is_not_the_ops_imbalance():
+    """Reps of two worker groups: the guard refuses the case only when every group's ranks disagree."""
+
+    class _Case:
+        name, case_id = "k", "c"
+
+    def state(second: list[float]) -> CaseState:
+        st = CaseState(case=_Case(), request={}, label_procs=True)  # type: ignore[arg-type]
+        for ranks, proc in (([10.0, 10.6], 0), ([10.0, 10.7], 0), (second, 1)):
+            st.add_rep(max(ranks), None, None, ranks, 0.2, proc)
+        return st
+
+    assert group_problem(state([10.0, 10.1])) == ""  # group 0 6-7 % apart, group 1 1 %: a group's placement
+    assert group_problem(state([10.0, 10.65])).startswith("ranks disagree: skew 6.5 %")  # every group

@@ -60,18 +60,39 @@ def test_two_processes_a_stack_and_a_fresh_one_for_the_confirming_pass(tmp_path,
             reps, procs = json.loads(reps), json.loads(procs)
             main = [p for p in procs if p < FIRST_EXTRA_EPOCH]
             assert main in ([0, 0, 1], [0, 0, 1, 1, 1]) and len(procs) == len(reps)
-            # the pass that the share of 0 would cut for time still ran: it confirms, in an epoch of its own
-            assert procs[len(main) :] == [FIRST_EXTRA_EPOCH] * 2
+            # the pass that the share of 0 would cut for time still ran: it confirms, one rep in an epoch of its own
+            assert procs[len(main) :] == [FIRST_EXTRA_EPOCH]
         assert _workers(out) == 3  # the first epoch's, the second's, the confirming pass's
         side = json.loads(out.with_name(out.name + ".env.json").read_text())
         sched, rem = side["schedule"], side["remeasure"]
         assert sched["envs"] == ["cpu", "cpu"] and sched["processes"] == 2
         epochs = [r["epoch"] for r in sched["rounds"]]
-        assert epochs[:3] == [0, 0, 1] and epochs[-2:] == [FIRST_EXTRA_EPOCH] * 2
+        assert epochs[:3] == [0, 0, 1] and epochs[-1] == FIRST_EXTRA_EPOCH
         # within each epoch the order reverses every round; the second epoch starts with the other env
         orders = {r["round"]: r["order"] for r in sched["rounds"]}
         assert orders[1] == [0, 1] and orders[2] == [1, 0] and orders[3] == [1, 0]
         assert rem["fresh_processes"] is True and rem["passes"] == 1 and rem["stopped"] == "decided"
+        assert rem["confirming_s"] > 0  # the share counts the passes after it
+
+
+def test_passes_after_the_confirming_one_stop_at_the_time_share(tmp_path, monkeypatch):
+    from harness.envs.spec import load_env_spec
+    from harness.inputs.suite import load_suite
+    from harness.run.interleave import run_interleaved
+    from harness.run.options import RunOptions
+    from harness.run.remeasure import Budget, Remeasure
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE)
+    spec = load_env_spec(str(DATA / "cpu-env.yaml"))
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    never = Remeasure(lambda cases: set(), Budget(extra_reps=6, step=2, share=0.0))
+    run_interleaved([(spec, a), (spec, b)], load_suite(suite), RunOptions(launches=1, heat_s=0, remeasure=never))
+    rem = json.loads(a.with_name("a.csv.env.json").read_text())["remeasure"]
+    assert rem["passes"] == 1 and rem["stopped"] == "time"  # the confirming pass only: no share for more
+    for procs in load_results(a)["rep_procs"]:
+        assert json.loads(procs).count(FIRST_EXTRA_EPOCH) == 1
 
 
 def test_one_process_is_the_method_of_before_and_labels_nothing(tmp_path, monkeypatch):
