@@ -167,6 +167,11 @@ def run(
         record_files([o for _, o in runs])
     if fail_on_error and any(k not in ("ok", "unstable") for counts in all_counts for k in counts):
         raise typer.Exit(1)
+    if any(all_counts) and not any(k in ("ok", "unstable") for counts in all_counts for k in counts):
+        # every case failed or was skipped: nothing was measured, which no later stage should take for a result
+        con.print("harness run: no case produced a time (each failed or was skipped: the lines above say why)",
+                  markup=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(1)
 
 
 def _checked(

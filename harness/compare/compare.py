@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, assess, may_regress, unbounded
+from harness.compare.confidence import CONFIDENCE, assess, may_regress
 from harness.compare.notes import (
     SAME_GPU_WHY,
     UNCONFIRMED,
@@ -348,20 +348,16 @@ def _evidence(
     """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
     where given; 'unknown' without rep times. ``labelled``: confirm.judge's evidence, which replaces assess's
     for the rows it judged (their reps labelled by process: the between-process spread and the confirmation)."""
-    u = STATUSES.index("unstable")  # no pair of reps within 5 %: its noise is unbounded, always looked at
     sides = (("golden", j.gi), ("tot", j.ti))
 
     def rep_texts(near: np.ndarray) -> tuple[Any, ...]:
         return tuple(_rep_texts(j, side, rows, near) for side, rows in sides)
 
     taken = ((j.golden, j.g_rows), (j.tot, j.t_rows))  # only read: the frames' own arrays where nothing is taken
-    n_reps = tuple(_col(df, "reps", rows, np.nan, copy=False) for df, rows in taken)  # NaN: a file without reps
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
         clocks = tuple(_col(df, "sm_clock_mhz", rows, np.nan, copy=False) for df, rows in taken)
-    spreads = [_col(df, "spread_pct", rows, np.nan, copy=False) for df, rows in taken]
-    looked = unbounded((j.gsc == u) | (j.tsc == u), *spreads)
-    ev = assess(gu, tu, vcode, rule, looked, rep_texts, n_reps, clocks, process_pct)
+    ev = assess(gu, tu, vcode, rule, rep_texts, clocks, process_pct)
     if labelled is not None:
         from harness.compare.confidence import clock_explains
         from harness.compare.confirm import overlay

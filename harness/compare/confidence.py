@@ -36,12 +36,6 @@ CONFIDENCE = ("confident", "ambiguous", "unknown", "")
 JUDGED = (VERDICTS.index("regression"), VERDICTS.index("improvement"), VERDICTS.index("ok"))
 #: a rep's relative noise is taken as at least this (%): timers and clocks are never exact
 NOISE_FLOOR_PCT = 0.05
-#: the stability rule's tolerance (harness/run/stability.py TOL), in %: reps that spread more were not bounded by
-#: it (a re-measured row pools every rep it got), so such a row's reps are always read, however far its limit
-SPREAD_BOUND_PCT = 5.0
-#: how far (points of Δ%) from a limit a case can be and still be ambiguous: reps within the stability rule's 5 %
-#: give a 95 % half-width of at most ~7 points at 3 + 3 reps
-NEAR_PCT = 10.0
 #: the two-sided 95 % normal quantile: σ_p is estimated from many cases, its own quantile is the normal's
 Z95 = 1.959964
 #: two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); above 30, interpolated to 1.96
@@ -173,36 +167,6 @@ def _process_term(process_pct: np.ndarray) -> np.ndarray:
     return np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64), nan=0.0)
 
 
-def unbounded(unstable: np.ndarray, *spreads: np.ndarray) -> np.ndarray:
-    """Rows whose rep noise the stability rule does not bound: ``unstable`` ones, and those whose reps spread more
-    than SPREAD_BOUND_PCT under either stack (``spreads``: each stack's ``spread_pct``, NaN where unknown)."""
-    out = np.asarray(unstable, dtype=bool).copy()
-    for spread in spreads:
-        with np.errstate(invalid="ignore"):
-            out |= np.asarray(spread, dtype=np.float64) > SPREAD_BOUND_PCT
-    return out
-
-
-def near_limit(
-    golden_us: np.ndarray,
-    tot_us: np.ndarray,
-    verdict_codes: np.ndarray,
-    rule: Rule,
-    process_pct: np.ndarray | None = None,
-) -> np.ndarray:
-    """Timed cases whose Δ% lies within NEAR_PCT points of the regression or the improvement limit: the only ones
-    rep noise can make ambiguous. Further out, reps that the stability rule accepts (a pair within 5 %, or an
-    'unstable' row's median) cannot carry the interval across: such a case's verdict is confident. With
-    ``process_pct`` the window grows by each case's Z95 · σ_p (the widened half-width is at most h + Z95 · σ_p)."""
-    g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
-    judged = np.isin(verdict_codes, JUDGED)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        delta = 100.0 * (t / g - 1.0)
-        reg_lim, imp_lim = rule.limits_pct(g)
-        near = NEAR_PCT if process_pct is None else NEAR_PCT + _process_term(process_pct)
-        return judged & ((np.abs(delta - reg_lim) < near) | (np.abs(delta - imp_lim) < near))
-
-
 def clock_explains(
     golden_us: np.ndarray,
     tot_us: np.ndarray,
@@ -245,43 +209,36 @@ def assess(
     tot_us: np.ndarray,
     verdict_codes: np.ndarray,
     rule: Rule,
-    unstable: np.ndarray,
     rep_texts: Callable[[np.ndarray], tuple[np.ndarray | None, np.ndarray | None]],
-    counted: tuple[np.ndarray, np.ndarray],
     clocks: tuple[np.ndarray, np.ndarray] | None = None,
     process_pct: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """``evidence`` for every row, judged as compare does: rep times are read only for the cases near a limit
-    or unstable under a stack (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without; or
-    reps.Cells of every row, whose figures are taken at those rows);
-    the rest are confident when each stack counted at least 2 reps (``counted``); a confident verdict whose time
-    moved with the SM clock (``clocks``: each stack's MHz) is ambiguous. ``process_pct``: each case's
-    between-process noise σ_p (NaN: none), which widens its interval (:func:`widened`) and the window of cases
-    whose reps are read (a case far out by the reps alone may be near once σ_p is added); ``by_process`` then
-    marks the cases it made ambiguous. The one copy of this judgement, for compare's files and for the referee of
-    a re-measuring run."""
-    near = near_limit(golden_us, tot_us, verdict_codes, rule, process_pct)
-    near |= np.isin(verdict_codes, JUDGED) & unstable
+    """``evidence`` for every row, judged as compare does: every timed verdict by its interval, never assumed
+    (``rep_texts(rows)``: each stack's rep-time cells of those rows, None without; or reps.Cells of every row,
+    whose figures are taken at those rows): a case without 2 reps a stack is ``unknown``, however far from a
+    limit; a confident verdict whose time moved with the SM clock (``clocks``: each stack's MHz) is ambiguous.
+    ``process_pct``: each case's between-process noise σ_p (NaN: none), which widens its interval
+    (:func:`widened`); ``by_process`` then marks the cases it made ambiguous. The one copy of this judgement, for
+    compare's files and for the referee of a re-measuring run."""
+    judged = np.isin(verdict_codes, JUDGED)
     stats = []
     none = None  # a stack without rep times: no reps anywhere (one set of arrays for both, only read)
-    for texts in rep_texts(near) if near.any() else (None, None):
+    for texts in rep_texts(judged) if judged.any() else (None, None):
         if texts is None and none is not None:
             stats.append(none)
             continue
         if hasattr(texts, "stats_where"):  # reps.Cells of every row: the figures in place, nothing taken
-            stats.append(texts.stats_where(near))
+            stats.append(texts.stats_where(judged))
             continue
-        full = (np.zeros(len(near), dtype=np.int64), np.full(len(near), np.nan), np.full(len(near), np.nan))
+        full = (np.zeros(len(judged), dtype=np.int64), np.full(len(judged), np.nan), np.full(len(judged), np.nan))
         if texts is not None:
             for out, part in zip(full, rep_stats(texts)):
-                out[near] = part
+                out[judged] = part
         else:
             none = full
         stats.append(full)
     ev = _evidence_halves(golden_us, tot_us, stats[0], stats[1], verdict_codes, rule, process_pct)
     conf = ev["confidence"]
-    far = (conf == CONFIDENCE.index("unknown")) & ~near & (counted[0] >= 2) & (counted[1] >= 2)
-    conf[far] = CONFIDENCE.index("confident")
     if clocks is not None:
         moved = clock_explains(golden_us, tot_us, clocks[0], clocks[1], verdict_codes, rule)
         conf[moved & (conf == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, assess, clock_explains, unbounded
+from harness.compare.confidence import CONFIDENCE, assess, clock_explains
 from harness.compare.confirm import Side, judge, overlay
 from harness.compare.rule import Rule, timed_codes
 from harness.results.schema import TIMED_STATUSES
@@ -58,15 +58,9 @@ def confidences(golden: list[dict[str, Any]], tot: list[dict[str, Any]], rule: R
                       for g, t in zip(golden, tot, strict=True)])  # fmt: skip
     g, t = _numbers(golden, "time_us"), _numbers(tot, "time_us")
     code = timed_codes(np.where(timed, g, np.nan), np.where(timed, t, np.nan), rule)
-    unstable = unbounded(
-        np.array(["unstable" in (a.get("status"), b.get("status")) for a, b in zip(golden, tot, strict=True)]),
-        _numbers(golden, "spread_pct"),
-        _numbers(tot, "spread_pct"),
-    )
     texts = (_texts(golden, "rep_times_us"), _texts(tot, "rep_times_us"))
-    counted = (_numbers(golden, "reps"), _numbers(tot, "reps"))
     clocks = (_numbers(golden, "sm_clock_mhz"), _numbers(tot, "sm_clock_mhz"))
-    ev = assess(g, t, code, rule, unstable, lambda near: (texts[0][near], texts[1][near]), counted, clocks)
+    ev = assess(g, t, code, rule, lambda rows: (texts[0][rows], texts[1][rows]), clocks)
     kernels = np.array([str(r.get("kernel", "")) for r in golden], dtype=object)
     sides = [Side.parse(list(_texts(rows, "rep_times_us")), list(_texts(rows, "rep_procs"))) for rows in (golden, tot)]
     lab = judge(kernels, sides[0], sides[1], g, t, code, rule)

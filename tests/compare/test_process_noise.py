@@ -67,8 +67,7 @@ def _judge(deltas: list[float], sigma: float | None) -> tuple[list[str], list[st
         read.append(near)
         return g_txt[near], t_txt[near]
 
-    counted = (np.full(len(deltas), 3), np.full(len(deltas), 3))
-    ev = assess(g, t, codes, rule, np.zeros(len(deltas), dtype=bool), rep_texts, counted, None, process)
+    ev = assess(g, t, codes, rule, rep_texts, None, process)
     ev["read"] = read[0] if read else np.zeros(len(deltas), dtype=bool)
     return [VERDICTS[c] for c in codes], [CONFIDENCE[c] for c in ev["confidence"]], ev
 
@@ -94,10 +93,10 @@ def test_small_process_noise_keeps_the_verdicts_confident():
     assert after == ["confident"] * 4 and not ev["by_process"].any()
 
 
-def test_a_case_far_from_the_limit_is_re_judged_once_process_noise_reaches_it():
-    # +13 %: more than NEAR_PCT (10 points) past the limit, so confident without reading its reps ...
+def test_a_case_far_from_the_limit_is_judged_by_its_interval_with_process_noise():
+    # +13 %: far past the limit, confident by its reps (they are read, as every judged case's are) ...
     _, before, ev = _judge([13.0], None)
-    assert before == ["confident"] and not ev["read"].any()
+    assert before == ["confident"] and ev["read"].all()
     # ... but a kernel whose processes differ by σ_p = 8 % (±15.7 points) cannot tell it from noise
     _, after, ev = _judge([13.0], 8.0)
     assert after == ["ambiguous"] and ev["read"].all() and ev["by_process"].all()

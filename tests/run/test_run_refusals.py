@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from tests.conftest import DATA, ROOT, cli
 
 
@@ -46,3 +48,15 @@ def test_an_interpreter_that_is_not_there_is_refused_before_golden_runs(capsys, 
         f"harness: error: {ROOT / 'envs' / 'tot.yaml'}: python {tmp_path / 'nopython'} cannot run: no such file"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_run_in_which_no_case_produced_a_time_exits_1_in_one_line(tmp_path, monkeypatch, capsys):
+    """Every case failing (here: a kernel that does not compile) is no result: exit 1, one line saying so, the
+    failures listed above it; the file keeps the failed rows as it always did."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    code, out, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "faults.yaml",
+                         "--kernel", "compile_fail", "--out", tmp_path / "r.csv", "--launches", "1")  # fmt: skip
+    said = out + err
+    assert code == 1 and said.count("no case produced a time") == 1, said
+    assert (tmp_path / "r.csv").read_text().count("compile_error") == 1
