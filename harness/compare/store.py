@@ -17,7 +17,7 @@ from harness.compare.paths import meta_path
 from harness.compare.rule import VERDICTS, Rule, verdict_codes
 from harness.errors import HarnessError
 from harness.fsutil import atomic_write, write_text
-from harness.results import v1
+from harness.results import integrity, v1
 
 
 def locate_results(named: str, compare_csv: str | os.PathLike[str]) -> Path | None:
@@ -78,7 +78,8 @@ def write_compare(cmp: Comparison, out: str | os.PathLike[str]) -> Path:
     rounded = ("golden_us", "tot_us", "delta_us", "delta_pct", "limit_us")
     table = cmp.table.assign(**{c: cmp.table[c].round(4) for c in rounded})  # the other columns are not copied
     write_csv(table, out)
-    write_text(meta_path(out), json.dumps(cmp.meta(), indent=2, default=str) + "\n")
+    meta = {**cmp.meta(), integrity.KEY: integrity.record(out, len(table))}
+    write_text(meta_path(out), json.dumps(meta, indent=2, default=str) + "\n")
     return out
 
 
@@ -128,6 +129,7 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     table = v1.upgrade_compare(table)
     meta_p = meta_path(p)
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
+    integrity.check(p, meta, len(table), meta_p)
     rule = Rule(**meta.get("rule", {}))
     calibration = meta.get("calibration") or {}
     if isinstance(calibration, str):  # written before the record: the path --calibration named

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results import arrowcsv, fastread, v1
+from harness.results import arrowcsv, fastread, integrity, v1
 from harness.results.cells import text
 from harness.results.schema import (
     MAX_WORLD_SIZE,
@@ -297,6 +297,7 @@ def load_results(
         raw = _read_bytes(p)
         df = parse_results(_decode(raw, p), p, raw)
     df.attrs["env"] = load_env(p)
+    integrity.check(p, df.attrs["env"], len(df), sidecar_path(p))
     return df
 
 

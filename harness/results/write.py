@@ -55,6 +55,7 @@ class ResultsAppender:
             self._repair_tail()
         self._fh = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115
         self._w = csv.DictWriter(self._fh, fieldnames=list(COLUMNS))
+        self.rows = 0  # appended by this writer
         if new:
             self._w.writeheader()
             self._sync()
@@ -74,6 +75,7 @@ class ResultsAppender:
     def append(self, row: Mapping[str, Any]) -> None:
         self._w.writerow(format_row(row))
         self._sync()
+        self.rows += 1
 
     def close(self) -> None:
         self._fh.close()

@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import HarnessError, counted
 from harness.fsutil import atomic_write, refuse_overwrite
 from harness.inputs.suite import load_suite
+from harness.results import integrity
 from harness.results.gpu import gpu_field
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
@@ -155,6 +156,7 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     kept = gather_artifacts(parts, envs, out)
     if kept:
         meta["artifacts_dir"] = kept
+    meta[integrity.KEY] = integrity.record(out, len(rows))  # the merged file's own, not its first part's
     write_sidecar(out, meta)
     status = header.index("status")
     counts: dict[str, int] = {}

@@ -21,6 +21,7 @@ from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.fsutil import check_writable
 from harness.inputs.suite import Case
+from harness.results import integrity
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
@@ -147,6 +148,7 @@ class SuiteRun:
     def _open(self) -> None:
         check_output(self.out, self.opts)  # again under the lock: another run may have written OUT since
         done = self._done_keys()
+        self.prior_rows = len(done)
         labelled = labels_processes(self.opts)
         self.todo = [CaseState.of(c, labelled) for c in self.cases if f"{c.name}\x1f{c.case_id}" not in done]
         self.worker = self._start()
@@ -170,6 +172,8 @@ class SuiteRun:
                 self.spec, self.info, self.opts, self.timing, self.launches, options, self.cases, self.out, self.suite
             )
             write_sidecar(self.out, meta)
+        else:  # the file is written again: it vouches for no count until this run has finished it
+            update_sidecar(self.out, **{integrity.KEY: None})
         if self.opts.records:
             update_sidecar(self.out, **self.opts.records)
         self.appender = ResultsAppender(self.out)
@@ -178,6 +182,8 @@ class SuiteRun:
     def _done_keys(self) -> set[str]:
         if not (self.opts.resume and self.out.exists() and self.out.stat().st_size):
             return set()
+        # its own file, cut in a row when a run died mid-write: the torn row goes, its case is measured again
+        integrity.repair_tail(self.out)
         try:
             prev = load_results(self.out)
         except HarnessError as err:
@@ -430,6 +436,8 @@ class SuiteRun:
         self.appender.close()
         self.journal.close()
         fields: dict[str, Any] = {"phases": clock.figures(clean)}
+        if clean:  # whole: what a reader checks it against (results/integrity.py)
+            fields[integrity.KEY] = integrity.record(self.out, self.prior_rows + self.appender.rows)
         if self.timing != "wallclock":
             fields["gpu"] = {"after": gpu_state(smi_id(self.info))}
         update_sidecar(self.out, **fields)
