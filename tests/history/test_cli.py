@@ -205,3 +205,25 @@ def test_run_record(tmp_path):
 
         rows = q.results_frame(conn, q.Filter())
     assert rows["kernel"].tolist() == ["rmsnorm"] and rows["status"].tolist() == ["ok"]
+
+
+def test_out_never_replaces_a_file_history_did_not_write(db, tmp_path, capsys):
+    """`history show --out B` over another database, a results CSV or a user's text: one line, exit 2, the file
+    unchanged; the same export again replaces its own file."""
+    import shutil
+
+    other = tmp_path / "B.sqlite"
+    shutil.copy(db, other)
+    results = tmp_path / "golden.csv"
+    shutil.copy(H100 / "golden.csv", results)
+    note = tmp_path / "notes.txt"
+    note.write_text("mine\n")
+    for victim in (other, results, note):
+        before = victim.read_bytes()
+        rc, _, err = cli(capsys, "history", "show", "--db", db, "--kernel", "gemm", "--out", victim)
+        assert rc == 2 and err.count("\n") == 1 and "refusing to overwrite it" in err, err
+        assert victim.read_bytes() == before
+    mine = tmp_path / "export.csv"
+    for _ in range(2):  # written, then replaced: it is this export
+        rc, out, _ = cli(capsys, "history", "show", "--db", db, "--kernel", "gemm", "--out", mine)
+        assert rc == 0 and out.startswith("wrote ")
