@@ -46,12 +46,14 @@ def agree(
     print(f"A  {a}: {_label(ca)}")
     print(f"B  {b}: {_label(cb)}")
     ag = agreement(ca.table, cb.table, any_config=any_config)
+    if ag.both == 0:
+        raise HarnessError(f"{a} and {b} have no case in common: comparisons of other suites, nothing to agree on")
     for line in lines(ag):
         print(line)
     models = {_model(ca), _model(cb)} - {""}
     if len(models) > 1:
         print("A and B ran on other GPU models: a verdict can depend on the model (docs/verdicts.md)")
-    failed = (fail_on_flip and ag.flips) or (min_agree is not None and ag.share < min_agree)
+    failed = (fail_on_flip and ag.flips) or (min_agree is not None and (ag.share is None or ag.share < min_agree))
     if failed:
         raise typer.Exit(1)
 

@@ -55,9 +55,10 @@ class Agreement:
         return self.both - self.other_config
 
     @property
-    def share(self) -> float:
-        """The share of confident-in-both verdicts that agree, %; 100 where there are none."""
-        return 100.0 * self.same / self.confident if self.confident else 100.0
+    def share(self) -> float | None:
+        """The share of confident-in-both verdicts that agree, %; None where there are none (nothing was compared,
+        which is no agreement: never 100 %)."""
+        return 100.0 * self.same / self.confident if self.confident else None
 
 
 def _text(col: pd.Series) -> pd.Series:
@@ -95,8 +96,9 @@ def lines(ag: Agreement) -> list[str]:
     out = [
         f"{ag.both} cases in both ({ag.only_a} only in A, {ag.only_b} only in B); {ag.other_config} of them "
         f"run with other configs, left out",
-        f"confident in both: {ag.confident}; the same verdict: {ag.same} ({ag.share:.1f} %); "
-        f"opposite flips: {len(ag.flips)}",
+        f"confident in both: {ag.confident}; the same verdict: {ag.same} "
+        + (f"({ag.share:.1f} %)" if ag.share is not None else "(no verdict is confident in both: nothing to agree on)")
+        + f"; opposite flips: {len(ag.flips)}",
     ]
     if ag.differ:
         out.append("confident in both, other verdicts (A → B):")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 from harness.compare.agreement import agreement, lines
 from tests.conftest import cli
@@ -75,10 +76,22 @@ def test_any_config_compares_a_retuned_case_too():
     assert lines(ag)[3:5] == ["  k/flip  FLIP", "    improvement -3.00 % → regression +5.00 %"]
 
 
-def test_no_confident_case_in_both_is_full_agreement_not_a_division_by_zero():
+def test_no_confident_case_in_both_is_no_agreement_never_100_percent(tmp_path, capsys):
     a, b = _tables()
     a["confidence"] = "ambiguous"
-    assert agreement(a, b).share == 100.0
+    ag = agreement(a, b)
+    assert ag.share is None and "nothing to agree on" in lines(ag)[1]
+    fa, fb = pair(tmp_path)
+    Path(fa).write_text(Path(fa).read_text().replace(",confident,", ",ambiguous,"))
+    code, out, _ = cli(capsys, "agree", fa, fb, "--min-agree", "95", "--fail-on-flip")
+    assert code == 1 and "nothing to agree on" in out and "100.0 %" not in out
+
+
+def test_two_comparisons_without_a_case_in_common_are_refused(tmp_path, capsys):
+    fa = _write(tmp_path / "a.csv", A_ROWS)
+    fb = _write(tmp_path / "b.csv", [("other", *r[1:]) for r in B_ROWS])
+    code, out, err = cli(capsys, "agree", fa, fb, "--min-agree", "95", "--fail-on-flip")
+    assert code == 2 and "no case in common" in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_command_prints_both_sides_and_gates_on_a_flip(tmp_path, capsys):
