@@ -23,6 +23,21 @@ def suite_sources(suite: Path, cases: list[Case]) -> dict[Path, str]:
     return found
 
 
+def suite_content(suite: str | Path) -> str | None:
+    """What a suite *is*, wherever it sits: the SHA-256 over the SHA-256s (sorted) of the suite file, the suites
+    it includes and the shape files it reads; the same for every selection of it (a shard, a --filter), another
+    for a suite of the same name with other entries. None where a file cannot be read."""
+    import hashlib
+
+    found: dict[Path, str] = {}
+    _walk(Path(suite).resolve(), "the suite", found)
+    try:
+        digests = sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in found)
+    except OSError:
+        return None
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
 def _walk(p: Path, what: str, found: dict[Path, str]) -> None:
     if p in found:
         return

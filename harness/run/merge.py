@@ -89,11 +89,21 @@ def _suite_of(env: dict[str, Any]) -> str:
 
 
 def _check_identity(parts: list[Path], envs: list[dict[str, Any]]) -> None:
-    """One suite; no shard twice (the parts of --gpus share their shard, each with its own GPUs); all N shards."""
-    suites = [(p, _suite_of(e)) for p, e in zip(parts, envs) if _suite_of(e)]
-    for p, s in suites[1:]:
-        if s != suites[0][1]:
-            raise HarnessError(f"{p}: suite {s} but {suites[0][0]} ran suite {suites[0][1]}: parts of one suite only")
+    """One suite (by its content where the sidecars record it, else by its file name); no shard twice (the
+    parts of --gpus share their shard, each with its own GPUs); all N shards."""
+    contents = [(p, e.get("suite_content")) for p, e in zip(parts, envs)]
+    if all(c for _, c in contents):
+        for p, c in contents[1:]:
+            if c != contents[0][1]:
+                raise HarnessError(f"{p}: its suite ({_suite_of(envs[parts.index(p)])}) holds other entries than "
+                                   f"{contents[0][0]}'s ({_suite_of(envs[0])}): parts of one suite only")  # fmt: skip
+    else:
+        suites = [(p, _suite_of(e)) for p, e in zip(parts, envs) if _suite_of(e)]
+        for p, s in suites[1:]:
+            if s != suites[0][1]:
+                raise HarnessError(
+                    f"{p}: suite {s} but {suites[0][0]} ran suite {suites[0][1]}: parts of one suite only"
+                )
     seen: dict[tuple[str, Any], Path] = {}
     totals: dict[str, Path] = {}
     for p, e in zip(parts, envs):

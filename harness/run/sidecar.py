@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
+from harness.inputs.sources import suite_content
 from harness.inputs.suite import Case, search_folders
 from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
 from harness.run.gpu_state import gpu_state
@@ -50,6 +51,8 @@ def run_sidecar(
         "env_spec": spec.summary(),
         "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "suite": suite_name,
+        # the suite's content, which parts of one results file must share (merge checks it; a name is not one)
+        "suite_content": suite_content(suite_name) if suite_name else None,
         **{k: info.get(k) for k in ("python", "triton", "torch", "knobs", "backend", "arch")},
         "gpu": {**info.get("gpu", {}), **({"before": gpu_state(smi_id(info))} if gpu_timing else {})},
         "timing": timing,
@@ -170,6 +173,7 @@ def write_empty_part(spec: EnvSpec, opts: RunOptions, out: Path, suite_name: str
         "env_spec": spec.summary(),
         "captured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "suite": suite_name,
+        "suite_content": suite_content(suite_name) if suite_name else None,
         "host": options["host"],
         "shard": opts.shard,
         "empty": f"--shard {opts.shard}: no case of the selection falls in this shard; nothing was measured",

@@ -170,6 +170,24 @@ def test_parts_of_two_suites_are_refused(tmp_path):
     assert merge_results([a, c], tmp_path / "m.csv") == {"ok": 2}
 
 
+def test_two_suites_of_one_name_are_two_suites_by_their_content(tmp_path):
+    """suites/batched_gemm.yaml and examples/aiter/batched_gemm.yaml: one file name, other entries (issue 43)."""
+    from harness.inputs.sources import suite_content
+
+    mine, theirs = tmp_path / "suites", tmp_path / "examples"
+    for d, m in ((mine, 16), (theirs, 32)):
+        d.mkdir()
+        (d / "batched_gemm.yaml").write_text(f"name: s\nentries:\n  - kernel: batched_gemm_bf16\n    M: {m}\n")
+    one, two = (suite_content(d / "batched_gemm.yaml") for d in (mine, theirs))
+    assert one and two and one != two
+    a = part(tmp_path, "a", ["c1"], suite=str(mine / "batched_gemm.yaml"), suite_content=one)
+    b = part(tmp_path, "b", ["c2"], suite=str(theirs / "batched_gemm.yaml"), suite_content=two)
+    with pytest.raises(HarnessError, match=r"b.csv: its suite \(batched_gemm.yaml\) holds other entries than"):
+        merge_results([a, b], tmp_path / "m.csv")
+    c = part(tmp_path, "c", ["c3"], suite="/another/checkout/batched_gemm.yaml", suite_content=one)
+    assert merge_results([a, c], tmp_path / "m.csv") == {"ok": 2}
+
+
 def test_the_parts_of_one_gpus_run_share_their_shard(tmp_path):
     a = part(tmp_path, "a", ["c1"], shard="2/4", visible_gpus=[0])
     b = part(tmp_path, "b", ["c2"], "B", shard="2/4", visible_gpus=[1])
