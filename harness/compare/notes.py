@@ -82,7 +82,12 @@ def part_differences(golden_env: dict, tot_env: dict) -> list[str]:
 
     out = []
     gs, ts = (Path(str(e.get("suite") or "")).name for e in (golden_env, tot_env))
-    if gs and ts and gs != ts:
+    gc, tc = golden_env.get("suite_content"), tot_env.get("suite_content")
+    if gc and tc:  # what the suites hold decides, not where they sat or what they were called
+        if gc != tc:
+            out.append(f"golden and TOT ran suites that hold other entries ({gs or '?'} and {ts or '?'}): only the "
+                       "cases of both are compared")  # fmt: skip
+    elif gs and ts and gs != ts:
         out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
     gsh, tsh = golden_env.get("shard"), tot_env.get("shard")
     if (gsh or tsh) and gsh != tsh:

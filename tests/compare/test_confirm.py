@@ -132,3 +132,13 @@ def test_compare_of_files_without_labels_warns_that_their_flags_are_unconfirmed(
     cmp = compare_files(g, t)
     assert cmp.table["confidence"].tolist() == ["confident"] and UNCONFIRMED in cmp.warnings
     assert "rep_procs" not in pd.read_csv(g).dropna(axis=1, how="all").columns
+
+
+def test_compare_names_suites_of_other_content_whatever_their_names(tmp_path):
+    from harness.compare.notes import part_differences
+
+    one = {"suite": "suites/batched_gemm.yaml", "suite_content": "aa"}
+    assert part_differences(one, {**one, "suite": "/elsewhere/batched_gemm.yaml"}) == []
+    other = part_differences(one, {"suite": "examples/aiter/batched_gemm.yaml", "suite_content": "bb"})
+    assert other and "hold other entries (batched_gemm.yaml and batched_gemm.yaml)" in other[0]
+    assert part_differences(one, {"suite": "ci.yaml", "suite_content": "aa"}) == []  # a copy by another name
