@@ -32,7 +32,7 @@ class Key:
 
 
 #: the columns of a results row a timing keeps besides its time: what compare's confidence reads (its reps)
-EVIDENCE = ("reps", "rep_times_us", "spread_pct", "sm_clock_mhz")
+EVIDENCE = ("reps", "rep_times_us", "rep_procs", "spread_pct", "sm_clock_mhz")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.compare.referee import pair_decided
+from harness.compare.referee import decided_pairs
 from harness.compare.rule import Rule
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
@@ -112,12 +112,20 @@ def _entry(key: Key, row: dict[str, Any], reps: bool = False) -> Entry:
     return Entry(key, status, t if status in TIMED_STATUSES else None, error[0][:300] if error else "", evidence)
 
 
-def _unsure(found: list[Entry | None], rule: Rule) -> frozenset[tuple[int, int]]:
-    """The guard pairs compare would still call ambiguous (none where a timing was cached without its reps)."""
-    rows = [e.row() for e in found if e is not None and e.evidence is not None]
-    if len(rows) < len(found):
-        return frozenset()
-    return frozenset(p for p in GUARD_PAIRS if not pair_decided(rows[p[0]], rows[p[1]], rule))
+def _unsure(founds: dict[str, tuple[str, list[Entry | None]]], rule: Rule) -> dict[str, frozenset[tuple[int, int]]]:
+    """Per case (key → its kernel and its four timings), the guard pairs compare would still call ambiguous, all
+    cases judged together as the guard run's referee judged them (a case beside its kernel's others; none where a
+    timing was cached without its reps)."""
+    rows = {}
+    for key, (kernel, found) in founds.items():
+        if all(e is not None and e.evidence is not None for e in found):
+            rows[key] = [{**e.row(), "kernel": kernel} for e in found]
+    out: dict[str, set[tuple[int, int]]] = {key: set() for key in founds}
+    for a, b in GUARD_PAIRS:
+        done = decided_pairs({key: (r[a], r[b]) for key, r in rows.items()}, rule)
+        for key in set(rows) - done:
+            out[key].add((a, b))
+    return {key: frozenset(v) for key, v in out.items()}
 
 
 def _worker_config(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -199,14 +207,15 @@ class Measurer:
         self.cost.cached += 4 * (len(cases) - len(need))
         if need:
             self._guard_run(need, dirs, phase)
+        founds = {g.case.key: (g.case.name, [self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) for r in ROLES])
+                  for g in cases}  # fmt: skip
+        unsure = _unsure(founds, rule) if rule else {}
         out = {}
         for g in cases:
-            found = [self.lookup(g.case, g.config(r), _stack(r), _tag(g, r)) for r in ROLES]
+            found = founds[g.case.key][1]
             t = [e.time_us if e else None for e in found]
             st = tuple(e.status if e else "missing" for e in found)
-            out[g.case.key] = Measured(
-                g.case.name, g.case.case_id, *t, st, _unsure(found, rule) if rule else frozenset()
-            )
+            out[g.case.key] = Measured(g.case.name, g.case.case_id, *t, st, unsure.get(g.case.key, frozenset()))
         return out
 
     def _guard_run(self, need: list[GuardCase], dirs: dict[str, Path], phase: str) -> None:

@@ -86,8 +86,8 @@ def test_the_measurer_finds_the_pairs_still_ambiguous_from_the_cached_reps():
     golden_old, golden_new = entry(100.0, [99.9, 100.0, 100.1]), entry(100.0, [99.95, 100.0, 100.05])
     tot_old = entry(120.0, [119.9, 120.0, 120.1])
     near = entry(100.9, [100.5, 100.9, 101.3])  # 0.1 µs under the limit of 101.0, reps across it
-    assert _unsure([golden_old, tot_old, golden_new, near], RULE) == frozenset({FIX_PAIR})
     far = entry(100.0, [99.95, 100.0, 100.05])
-    assert _unsure([golden_old, tot_old, golden_new, far], RULE) == frozenset()
     old = Entry(near.key, "ok", 100.9)  # cached before reps were kept: nothing known
-    assert _unsure([golden_old, tot_old, golden_new, old], RULE) == frozenset()
+    found = {"near": ("k", [golden_old, tot_old, golden_new, near]), "far": ("k", [golden_old, tot_old, golden_new, far]),
+             "old": ("k", [golden_old, tot_old, golden_new, old])}  # fmt: skip
+    assert _unsure(found, RULE) == {"near": frozenset({FIX_PAIR}), "far": frozenset(), "old": frozenset()}
