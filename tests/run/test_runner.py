@@ -158,9 +158,11 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path, capsys, monk
     assert journal.read_text().count('"kind": "rep"') == int(df["reps"].sum())
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)  # the last two in process: nothing to measure
     monkeypatch.setenv("COLUMNS", ENV["COLUMNS"])  # the summary line unwrapped, as in the runs above
+    records = [p.read_bytes() for p in (out, sidecar_path(out), journal)]
     code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out,
                        "--resume", "--launches", "1")  # fmt: skip
     assert code == 0 and "nothing to do" in err
+    assert [p.read_bytes() for p in (out, sidecar_path(out), journal)] == records  # nothing measured, nothing changed
     code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "slow.yaml", "--out", out,
                        "--resume")  # fmt: skip
     assert code == 2 and "--resume with --launches auto but the file was measured with 1" in err
