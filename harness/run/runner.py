@@ -151,10 +151,9 @@ class SuiteRun:
         self.prior_rows = len(done)
         labelled = labels_processes(self.opts)
         self.todo = [CaseState.of(c, labelled) for c in self.cases if f"{c.name}\x1f{c.case_id}" not in done]
-        #: a --resume with every case in OUT already: nothing is measured, and no record (sidecar, journal) changes
+        #: a --resume with every case in OUT already: nothing is measured, and no record (sidecar, journal) changes;
+        #: its worker still starts, to refuse a stack other than OUT's, as any resume does
         self.idle = self.opts.resume and not self.todo
-        if self.idle:
-            return
         self.worker = self._start()
         self.timing = resolve_timing(self.timing, self.info)
         if self.timing != self.worker.timing:
@@ -169,6 +168,9 @@ class SuiteRun:
         except HarnessError:
             self.worker.kill()
             raise
+        if self.idle:
+            self.worker.close()
+            return
         self.journal = Journal(journal_path(self.out), options, self.opts.resume)
         self._replay()
         if not (self.opts.resume and sidecar_path(self.out).exists()):
