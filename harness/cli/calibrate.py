@@ -16,6 +16,7 @@ from harness.cli.options import (
     RuleAbsUs,
     RuleMinGoldenUs,
     RuleRel,
+    remeasure_policy,
     rule_of,
 )
 from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
@@ -78,7 +79,9 @@ def calibrate(
     if not resume and (out / "runs").exists():
         raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
     con = stderr()
-    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume)
+    # each repeat's flags confirmed in fresh processes, as `harness run` confirms them: the verdicts compare gives
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume,
+                      remeasure=remeasure_policy(True, 12, 0.3, rule))  # fmt: skip
     plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, rule, opts)
     table = calibrate_plan(plan, console_driver(con), log=lambda m: con.print(m, markup=False, highlight=False))
     if record:
