@@ -174,8 +174,8 @@ def judge(
         [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
         default=False,
     )
-    first, again = _pass_delta(golden, tot, "first"), _pass_delta(golden, tot, "again")
     ag, at = golden.stack_time("again"), tot.stack_time("again")
+    first, again = _delta(golden.stack_time("first"), tot.stack_time("first")), _delta(ag, at)
     repeats = timed_codes(ag, at, rule) == v  # NaN times: 'ok', never a flag
     flagged = np.isin(v, _FLAGS)
     unconfirmed = known & flagged & ~(np.isfinite(ag) & np.isfinite(at) & repeats)
@@ -196,9 +196,9 @@ def judge(
     }
 
 
-def _pass_delta(golden: Side, tot: Side, which: str) -> np.ndarray:
+def _delta(golden_us: np.ndarray, tot_us: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 100.0 * (tot.stack_time(which) / golden.stack_time(which) - 1.0)
+        return 100.0 * (tot_us / golden_us - 1.0)
 
 
 def note(verdict: str, first_pct: float, again_pct: float) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.results import integrity
 from harness.results.schema import COLUMNS, SIGNIFICANT
 
 
@@ -52,21 +53,13 @@ class ResultsAppender:
                     f"{self.path}: line 1: header differs from this harness's columns; "
                     f"write to a new file or drop --resume"
                 )
-            self._repair_tail()
+            integrity.repair_tail(self.path)  # a torn last line (the process died mid-write): dropped
         self._fh = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115
         self._w = csv.DictWriter(self._fh, fieldnames=list(COLUMNS))
         self.rows = 0  # appended by this writer
         if new:
             self._w.writeheader()
             self._sync()
-
-    def _repair_tail(self) -> None:
-        """Drop a torn last line (the process died mid-write) so the file stays valid CSV."""
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1
-            with open(self.path, "r+b") as fh:
-                fh.truncate(cut)
 
     def _sync(self) -> None:
         self._fh.flush()
