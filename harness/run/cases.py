@@ -168,6 +168,15 @@ def group_problem(st: CaseState) -> str:
     return groupcheck.group_problem(group_skew(st), st.halves)
 
 
+def rejudged(st: CaseState, row: dict[str, Any]) -> tuple[str, str]:
+    """A held case's status and error once it has more reps: a time the multi-GPU guard refused is judged again
+    over every worker group that has measured it by now (the re-measuring passes bring fresh ones)."""
+    if not groupcheck.refused(row):
+        return row["status"], row["error"]
+    why = group_problem(st)
+    return ("unstable" if why else "ok"), why
+
+
 def group_skew(st: CaseState) -> float | None:
     """The skew the guard judges: the smallest of the worker groups' own (rank_columns of each group's reps);
     the skew over all reps where they came from one group, or are not labelled."""

@@ -21,6 +21,14 @@ from collections.abc import Sequence
 MAX_SKEW_PCT = 5.0
 #: a rep's interleaved halves may differ by this much (in %, the median over the case's reps)
 SELF_CHECK_PCT = 2.0
+#: how each refusal's reason begins (a results row's ``error``)
+REFUSALS = ("ranks disagree:", "A/A self-check failed:")
+
+
+def refused(row: dict[str, object]) -> bool:
+    """Whether a results row is a multi-GPU time this guard refused: a property of the worker group that measured
+    it, so another group may measure the same op within the bounds."""
+    return row.get("status") == "unstable" and str(row.get("error") or "").startswith(REFUSALS)
 
 
 def halves_pct(series: Sequence[float]) -> float | None:

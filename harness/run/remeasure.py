@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.run import groupcheck
+
 #: the key a run yields when it waits for the referee (case keys are never empty)
 CHECKPOINT = ""
 #: the undecided cases (key → its results row under each env of the run, golden first) → the keys now decided;
@@ -89,14 +91,16 @@ class Board:
         self.held = [{} for _ in range(self.envs)]
 
     def undecided(self, referee: Referee) -> dict[str, int]:
-        """Cases held under every env, open under every env, that the referee does not decide → the most extra
-        reps any env has had of them. A case held under some envs only (it failed elsewhere) has nothing to
+        """Cases held under every env, open under every env, that the referee does not decide or that the
+        multi-GPU guard refused under some env → the most extra reps any env has had of them. A case held under some envs only (it failed elsewhere) has nothing to
         decide. The referee sees every case held under every env, decided ones too (a case is judged beside its
         kernel's others, as compare judges it), and a case it once decided stays decided."""
         common = sorted(set.intersection(*(set(h) for h in self.held))) if self.held else []
         open_ = [key for key in common if key not in self.decided and all(h[key][2] for h in self.held)]
         if open_:
             self.decided |= set(referee({key: [h[key][0] for h in self.held] for key in common})) & set(open_)
+            # a time the multi-GPU guard refused has no verdict to decide, yet other worker groups may give one
+            self.decided -= {key for key in open_ if any(groupcheck.refused(h[key][0]) for h in self.held)}
         return {key: max(h[key][1] for h in self.held) for key in open_ if key not in self.decided}
 
 

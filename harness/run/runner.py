@@ -26,7 +26,7 @@ from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
 from harness.run import schedule, stability
-from harness.run.cases import CaseState, group_problem, result_row
+from harness.run.cases import CaseState, group_problem, rejudged, result_row
 from harness.run.gpu_state import gpu_state
 from harness.run.group import WorkerGroup, visible
 from harness.run.locks import lock_output
@@ -428,8 +428,9 @@ class SuiteRun:
         if len(st.reps) > st.base_reps:
             reps = list(st.reps)
             value = case_time(st, len(reps), pooled_time(reps))
-            d = stability.Decision(False, value, row["status"], tuple(reps), f"mean of {len(reps)}")
-            row = result_row(st, row["status"], time_us=d.value, decision=d, timing=self.timing, error=row["error"])
+            status, error = rejudged(st, row)
+            d = stability.Decision(False, value, status, tuple(reps), f"mean of {len(reps)}")
+            row = result_row(st, status, time_us=d.value, decision=d, timing=self.timing, error=error)
         row["gpu"] = self._gpu_of(int(st.request["world_size"]))
         return row
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.cases import CaseState, group_problem
-from harness.run.groupcheck import MAX_SKEW_PCT, SELF_CHECK_PCT, halves_pct
+from harness.run.cases import CaseState, group_problem, rejudged
+from harness.run.groupcheck import MAX_SKEW_PCT, SELF_CHECK_PCT, halves_pct, refused
 from harness.run.groupcheck import group_problem as problem
 
 
@@ -57,3 +57,27 @@ def test_one_worker_group_whose_ranks_disagree_is_not_the_ops_imbalance():
 
     assert group_problem(state([10.0, 10.1])) == ""  # group 0 6-7 % apart, group 1 1 %: a group's placement
     assert group_problem(state([10.0, 10.65])).startswith("ranks disagree: skew 6.5 %")  # every group
+
+
+def test_every_refusal_reads_as_one_that_another_group_may_lift():
+    """The board re-measures what this guard refused (remeasure.Board.undecided): each reason it gives must be
+    recognised as its own, and no other unstable row."""
+    for why in (problem(6.0, []), problem(0.5, [3.0, 3.0])):
+        assert why and refused({"status": "unstable", "error": why})
+    assert not refused({"status": "unstable", "error": "reps spread 9 % > 5 %"})
+    assert not refused({"status": "ok", "error": problem(6.0, [])})
+
+
+def test_a_refused_case_is_judged_again_with_the_groups_that_measured_it_since():
+    class _Case:
+        name, case_id = "k", "c"
+
+    st = CaseState(case=_Case(), request={}, label_procs=True)  # type: ignore[arg-type]
+    for ranks in ([10.0, 10.6], [10.0, 10.7]):
+        st.add_rep(max(ranks), None, None, ranks, 0.2, 0)
+    row = {"status": "unstable", "error": group_problem(st)}
+    assert rejudged(st, row) == ("unstable", row["error"])  # one group so far, 6-7 % apart
+    st.add_rep(10.1, None, None, [10.0, 10.1], 0.2, 5)  # a fresh group, its ranks 1 % apart
+    assert rejudged(st, row) == ("ok", "")
+    noisy = {"status": "unstable", "error": "reps spread 9 %"}
+    assert rejudged(st, noisy) == ("unstable", "reps spread 9 %")  # the stability rule's verdict stands

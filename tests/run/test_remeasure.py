@@ -44,6 +44,21 @@ def test_board_asks_only_about_cases_held_under_every_env():
     assert board.undecided(lambda cases: set()) == {"k2": 4}  # k1, decided before, stays decided
 
 
+def test_board_measures_a_refused_multigpu_time_again_in_other_groups():
+    """The referee has no verdict to decide for a time the guard refused (compare never judges it), so it would
+    call it decided; the board keeps it open, since another worker group may measure it within the bounds."""
+    board = Board(2)
+    ok = {"status": "ok", "time_us": 10.0}
+    skewed = {"status": "unstable", "time_us": 10.0, "error": "ranks disagree: skew 5.6 % > 5 % (rank_times_us)"}
+    noisy = {"status": "unstable", "time_us": 10.0, "error": "unstable: reps spread 9 %"}  # the stability rule's
+    board.held[0] = {"k1": (ok, 0, True), "k2": (ok, 0, True), "k3": (noisy, 0, True)}
+    board.held[1] = {"k1": (ok, 0, True), "k2": (skewed, 0, True), "k3": (ok, 0, True)}
+    everything = lambda cases: set(cases)  # noqa: E731
+    assert board.undecided(everything) == {"k2": 0}
+    board.held[1]["k2"] = ({**ok, "time_us": 10.1}, 1, True)  # a fresh group's ranks agreed
+    assert board.undecided(everything) == {}
+
+
 def test_pooled_time_is_the_mean_of_every_rep():
     assert pooled_time([10.0, 11.0, 12.0, 11.0]) == pytest.approx(11.0)
 
