@@ -50,12 +50,29 @@ def agree(
         raise HarnessError(f"{a} and {b} have no case in common: comparisons of other suites, nothing to agree on")
     for line in lines(ag):
         print(line)
-    models = {_model(ca), _model(cb)} - {""}
-    if len(models) > 1:
-        print("A and B ran on other GPU models: a verdict can depend on the model (docs/verdicts.md)")
+    for line in identity_warnings(ca, cb):
+        print(line)
     failed = (fail_on_flip and ag.flips) or (min_agree is not None and (ag.share is None or ag.share < min_agree))
     if failed:
         raise typer.Exit(1)
+
+
+def identity_warnings(ca: Comparison, cb: Comparison) -> list[str]:
+    """What the two comparisons measured differently (results/identity.REPEAT), golden's side and TOT's: two GPU
+    models or two config arches may be what the user wants to compare, but the agreement then measures more than
+    the noise, and each difference is named."""
+    from harness.results import identity
+
+    out = []
+    for side, (ea, eb) in (("golden", (ca.golden_env, cb.golden_env)), ("TOT", (ca.tot_env, cb.tot_env))):
+        for d in identity.differences(ea, eb, identity.REPEAT):
+            if d.facet == "gpu_model":
+                if side == "TOT":  # said once: one GPU ran both stacks of a comparison
+                    out.append(f"warning: A and B ran on other GPU models ({d.shown()}): a verdict can depend on "
+                               "the model (docs/verdicts.md)")  # fmt: skip
+                continue
+            out.append("warning: " + d.text("A's " + side, "B's " + side))
+    return out
 
 
 def _load(path: Path) -> Comparison:

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from harness.compare.rule import Rule, is_verdict
+from harness.results import identity
 from harness.results.gpu import gpu_name, gpu_uuid, several_gpus
 
 
@@ -49,25 +50,19 @@ def clock_note(golden_mhz: float, tot_mhz: float, delta_pct: float) -> str:
     return f"NVML SM clock {golden_mhz:.0f} -> {tot_mhz:.0f} MHz ({100.0 * (tot_mhz / golden_mhz - 1.0):+.1f} %)"
 
 
-#: sidecar fields that change what a time means; golden and TOT should agree on all of them
-METHOD_KEYS = (
-    "timing",
-    "launch_gap",
-    "launch_gap_auto",
-    "placement",
-    "move_inputs",
-    "launches_per_rep",
-    "heat_s",
-)
-
-
 def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
-    """One warning per measurement setting (or GPU) on which two sidecars disagree: their deltas would mix the
-    compiler change with a change of method. Settings a sidecar does not record are not compared."""
+    """One warning per difference of the two sidecars' identities that golden vs TOT should not have
+    (results/identity.PAIR: the timing method, the kernels' source files, the config arch) and of their GPUs:
+    their deltas would mix the compiler change with another. What a sidecar does not record is not compared."""
     out = []
-    for key in METHOD_KEYS:
-        if key in golden_env and key in tot_env and golden_env[key] != tot_env[key]:
-            out.append(f"golden and TOT were measured differently: {key} {golden_env[key]!r} vs {tot_env[key]!r}")
+    for d in identity.differences(golden_env, tot_env, identity.PAIR):
+        if d.facet == "method":
+            out.append(f"golden and TOT were measured differently: {d.field} {d.shown()}")
+        elif d.facet == "kernels":
+            out.append(f"golden and TOT ran other code under the same kernel names ({d.shown()}, "
+                       "kernel_content): the deltas mix a kernel edit with the compiler change")  # fmt: skip
+        else:
+            out.append(d.text("golden", "TOT"))
     gpu = other_gpu(golden_env, tot_env)
     if gpu:
         out.append(gpu)

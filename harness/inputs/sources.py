@@ -38,6 +38,17 @@ def suite_content(suite: str | Path) -> str | None:
     return hashlib.sha256("\n".join(digests).encode()).hexdigest()
 
 
+def file_content(path: str | Path) -> str | None:
+    """The SHA-256 of a file's bytes (a kernel's source: two runs of one kernel name on other code are two
+    kernels); None where it cannot be read."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def _walk(p: Path, what: str, found: dict[Path, str]) -> None:
     if p in found:
         return

@@ -178,6 +178,10 @@ class Retune:
         self.arch = str(tinfo.get("arch"))
         if ginfo.get("arch") != self.arch:
             raise HarnessError(f"--golden-env runs on {ginfo.get('arch')}, --env on {self.arch}: one GPU kind, please")
+        if self.golden.ident == self.tot.ident:  # retuned against itself, every regression would read as fixed
+            raise HarnessError(f"--golden-env {self.opts.golden_env} and --env {self.opts.tot_env} run the same "
+                               f"Triton ({self.tot.ident}): retune needs TOT's stack in --env and golden's in "
+                               "--golden-env")  # fmt: skip
         self.backend, self.gpu_name = backend_of(self.arch), (tinfo.get("gpu") or {}).get("name", "")
         return tinfo
 

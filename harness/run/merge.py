@@ -16,38 +16,11 @@ from typing import Any
 from harness.errors import HarnessError, counted
 from harness.fsutil import atomic_write, refuse_overwrite
 from harness.inputs.suite import load_suite
-from harness.results import integrity
+from harness.results import identity, integrity
 from harness.results.gpu import gpu_field
 from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.sidecar import write_sidecar
-
-#: sidecar fields the parts of one results file must share: what their times depend on
-SAME = (
-    ("schema_version",),
-    ("env_name",),
-    ("triton", "version"),
-    ("triton", "path"),
-    ("torch", "version"),
-    ("knobs",),
-    ("timing",),
-    ("launches_per_rep",),
-    ("heat_s",),
-    ("launch_gap",),
-    ("launch_gap_auto",),
-    ("placement",),
-    ("move_inputs",),
-    ("gpu", "name"),
-)
-
-
-def _field(env: dict[str, Any], path: tuple[str, ...]) -> Any:
-    v: Any = env
-    for k in path:
-        v = v.get(k) if isinstance(v, dict) else None
-    if path == ("knobs",) and isinstance(v, dict):  # which GPU a part was shown is not a knob: it differs by design
-        v = {k: x for k, x in v.items() if not k.endswith("VISIBLE_DEVICES")}
-    return v
 
 
 def check_parts(parts: list[Path]) -> list[dict[str, Any]]:
@@ -56,16 +29,14 @@ def check_parts(parts: list[Path]) -> list[dict[str, Any]]:
     shard without cases) measured nothing: only its suite and shard are checked."""
     envs = [_env_of(p) for p in parts]
     measured = [(p, e) for p, e in zip(parts, envs) if not e.get("empty")]
-    for path in SAME:
-        if not measured:
-            break
-        first = _field(measured[0][1], path)
-        for p, env in measured[1:]:
-            v = _field(env, path)
-            if v != first:
-                name = ".".join(path)
-                raise HarnessError(f"{p}: {name} is {v!r} but {measured[0][0]} has {first!r}: parts of one results "
-                                   "file must be measured the same way")  # fmt: skip
+    for p, env in measured[1:]:
+        first, env0 = measured[0]
+        for d in identity.differences(env0, env, identity.PARTS):
+            if d.facet == "suite":
+                continue  # _check_identity says it with the suites' names, empty parts included
+            if d.severity == identity.REFUSE:
+                raise HarnessError(f"{p}: {d.field} is {identity.show(d.b)} but {first} has {identity.show(d.a)}: "
+                                   "parts of one results file must be measured the same way")  # fmt: skip
     _check_identity(parts, envs)
     return envs
 
@@ -254,4 +225,12 @@ def merged_sidecar(parts: list[Path], envs: list[dict[str, Any]]) -> dict[str, A
         for p, e, u in zip(parts, envs, uuids)
     ]
     meta["gpus"] = sorted(set(uuids) - {""})
+    for key in PER_KERNEL:  # every part's kernels: a shard ran some of them
+        merged = {k: v for e in envs if isinstance(e.get(key), dict) for k, v in e[key].items()}
+        if merged:
+            meta[key] = merged
     return meta
+
+
+#: sidecar fields keyed by kernel name
+PER_KERNEL = ("kernels", "kernel_sources", "kernel_content", "config_lookup")

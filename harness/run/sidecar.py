@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
-from harness.inputs.sources import suite_content
+from harness.inputs.sources import file_content, suite_content
 from harness.inputs.suite import Case, search_folders
 from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
 from harness.run.gpu_state import gpu_state
@@ -69,6 +69,8 @@ def run_sidecar(
         "kernels": {c.name: c.spec.summary() for c in cases},
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
         "kernel_sources": {c.name: c.kernel.source for c in cases},
+        # what each kernel's code is: compare and merge tell a kernel edited between two runs (results/identity.py)
+        "kernel_content": {c.name: file_content(c.kernel.file) for c in cases},
         # where each kernel's configs were looked up, as which arch, and the library checkouts its code imported
         "config_lookup": {
             c.name: lookup_record(c) for c in cases if c.spec.config is not None or "lookup_config" in c.spec.hooks

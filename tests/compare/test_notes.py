@@ -28,6 +28,17 @@ def test_different_measurement_methods_warn():
     assert any("launch_gap_auto" in x for x in method_differences(new, {**new, "launch_gap_auto": {"max_ms": 1.0}}))
 
 
+def test_a_kernel_edited_between_golden_and_tot_is_named():
+    from harness.compare.notes import method_differences
+
+    g = {"timing": "cupti", "kernel_content": {"gemm": "1" * 64, "softmax": "2" * 64}}
+    t = {"timing": "cupti", "kernel_content": {"gemm": "3" * 64, "softmax": "2" * 64}}
+    (w,) = method_differences(g, t)
+    assert w.startswith("golden and TOT ran other code under the same kernel names ({gemm: 111111111111} vs")
+    assert "kernel edit" in w and "softmax" not in w
+    assert method_differences(g, {"timing": "cupti", "schedule": {"processes": 1}}) == []  # one side unknown
+
+
 def test_clock_note_only_when_the_clock_moved_with_the_time():
     from harness.compare.notes import clock_note
 

@@ -90,3 +90,11 @@ def test_hints_from_the_out_itself_are_refused(tmp_path):
     opts = Options(tmp_path / "c.csv", "t", "g", tmp_path / "o", hints=[tmp_path / "o"])
     with pytest.raises(HarnessError, match=r"--out .*o is the input .*o"):
         retune(opts, log=lambda m: None)
+
+
+def test_golden_given_as_tot_is_refused_before_any_measuring(tmp_path, capsys):
+    """One stack under both options would retune a stack against itself: every regression would read as fixed
+    ("6 / 13 → 0 / 13" where nothing changed)."""
+    err = refused(tmp_path, tmp_path / "out", capsys)
+    assert "run the same Triton (triton " in err and "--golden-env" in err
+    assert not (tmp_path / "out" / "cache.jsonl").exists()

@@ -232,3 +232,22 @@ def test_parts_whose_uuid_only_nvidia_smi_gave_count_as_their_gpus(tmp_path):
     merge_results([c], tmp_path / "n.csv")
     meta = load_results(tmp_path / "n.csv").attrs["env"]
     assert meta["gpus"] == [] and meta["parts"][0]["gpu"] is None
+
+
+def test_parts_of_other_kernel_code_or_other_processes_are_refused(tmp_path):
+    """A kernel edited between two shards' jobs, or one shard run with --processes 1: one file would mix them."""
+    a = part(tmp_path, "a", ["c1"], kernel_content={"k": "1" * 64}, schedule={"processes": 2})
+    b = part(tmp_path, "b", ["c2"], kernel_content={"k": "2" * 64}, schedule={"processes": 2})
+    with pytest.raises(HarnessError, match=r"b.csv: kernel_content is \{k: 222222222222\} but .*a.csv has"):
+        merge_results([a, b], tmp_path / "m.csv")
+    c = part(tmp_path, "c", ["c3"], kernel_content={"k": "1" * 64}, schedule={"processes": 1})
+    with pytest.raises(HarnessError, match=r"c.csv: schedule.processes is 1 but .*a.csv has 2"):
+        merge_results([a, c], tmp_path / "m.csv")
+
+
+def test_shards_of_other_kernels_merge_with_every_kernel_recorded(tmp_path):
+    a = part(tmp_path, "a", ["c1"], kernel_content={"k": "1" * 64}, kernel_sources={"k": "/k.py"})
+    b = part(tmp_path, "b", ["c2"], kernel_content={"j": "2" * 64}, kernel_sources={"j": "/j.py"})
+    merge_results([a, b], tmp_path / "m.csv")
+    meta = load_results(tmp_path / "m.csv").attrs["env"]
+    assert meta["kernel_content"] == {"k": "1" * 64, "j": "2" * 64} and set(meta["kernel_sources"]) == {"k", "j"}

@@ -33,6 +33,10 @@ def test_the_sidecar_records_the_kernels_and_is_updated_in_place(tmp_path, monke
     assert meta["schema_version"] == SCHEMA_VERSION == 2 and meta["timing"] == "wallclock"
     assert meta["kernels"]["softmax"]["peak"] == "memory" and meta["kernels"]["softmax"]["plot"]["x"] == "N"
     assert meta["kernel_sources"] == {"softmax": str(ROOT / "examples" / "softmax.py")}  # what retune loads
+    import hashlib
+
+    code = hashlib.sha256((ROOT / "examples" / "softmax.py").read_bytes()).hexdigest()
+    assert meta["kernel_content"] == {"softmax": code}  # what compare and merge tell an edited kernel by
     write_sidecar(out, meta)
     update_sidecar(out, gpu={"after": {"temperature_c": 40}}, precompile={"jobs": 2})
     back = json.loads(sidecar_path(out).read_text())
