@@ -162,3 +162,78 @@ def test_readers_of_a_mutated_compare_file_refuse_or_read_the_clean_verdicts(cle
 
         assert _verdicts(load_compare(c).table) == want, (how, at)
         assert "opposite flips: 0" in out
+
+
+def _other_suite(s: dict) -> None:
+    s["suite_content"] = "f" * 64
+
+
+def _other_model(s: dict) -> None:
+    s["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
+
+
+def _other_arch(s: dict) -> None:
+    for rec in s["config_lookup"].values():
+        rec["config_arch"] = "gfx1250" if rec.get("config_arch") != "gfx1250" else "gfx942"
+
+
+def _other_code(s: dict) -> None:
+    s["kernel_content"] = {k: "e" * 64 for k in s["config_lookup"]}
+
+
+def _one_process(s: dict) -> None:
+    s["schedule"] = {"processes": 1}
+
+
+#: a sidecar of another run beside the same rows: mixed-up files, what each must be named by
+MIXUPS = {
+    "other_suite": (_other_suite, "suites that hold other entries"),
+    "other_model": (_other_model, "different GPUs"),
+    "other_arch": (_other_arch, "config arch"),
+    "other_code": (_other_code, "other code under the same kernel names"),
+    "one_process": (_one_process, "schedule.processes"),
+}
+
+
+def _with_side(src: Path, dst: Path, mutate=None, rows: slice | None = None) -> Path:
+    """``src`` (its rows ``rows`` only) at ``dst`` with its record, its sidecar mutated by ``mutate``."""
+    lines = src.read_text().splitlines(keepends=True)
+    dst.write_text("".join([lines[0], *lines[1:][rows or slice(None)]]))
+    side = json.loads(sidecar_path(src).read_text())
+    side.pop(integrity.KEY, None)
+    side.setdefault("kernel_content", {k: "d" * 64 for k in side["config_lookup"]})
+    side.setdefault("suite_content", "c" * 64)
+    side.setdefault("schedule", {"processes": 2})
+    if mutate is not None:
+        mutate(side)
+    side[integrity.KEY] = integrity.record(dst, sum(1 for _ in csv.reader(io.StringIO(dst.read_text()))) - 1)
+    sidecar_path(dst).write_text(json.dumps(side))
+    return dst
+
+
+@pytest.mark.parametrize("mixup", sorted(MIXUPS))
+def test_a_mixed_up_pair_is_named_and_keeps_the_clean_verdicts(clean, capsys, tmp_path, mixup):
+    """Golden and TOT of two suites, two GPU models, two config arches, two kernel codes or two methods: compare
+    names the difference (a user may want it) and its verdicts stay exactly the clean files'."""
+    src, want = clean
+    mutate, words = MIXUPS[mixup]
+    g = _with_side(src / "golden.csv", tmp_path / "golden.csv")
+    t = _with_side(src / "tot.csv", tmp_path / "tot.csv", mutate)
+    code, out, err = cli(capsys, "compare", g, t, "--out", tmp_path / "c.csv", "--markdown", tmp_path / "c.md")
+    assert code in (0, 1), err
+    assert words in out + err and words in (tmp_path / "c.md").read_text(), (mixup, out, err)
+    from harness.compare.store import load_compare
+
+    assert _verdicts(load_compare(tmp_path / "c.csv").table) == want
+
+
+@pytest.mark.parametrize("mixup", sorted(MIXUPS))
+def test_parts_of_mixed_up_runs_never_merge(clean, capsys, tmp_path, mixup):
+    """Two halves of one results file, the second's sidecar another run's: merge refuses in one line."""
+    src, _ = clean
+    n = sum(1 for _ in csv.reader(io.StringIO((src / "golden.csv").read_text()))) - 1
+    a = _with_side(src / "golden.csv", tmp_path / "a.csv", rows=slice(0, n // 2))
+    b = _with_side(src / "golden.csv", tmp_path / "b.csv", MIXUPS[mixup][0], rows=slice(n // 2, None))
+    code, _, err = cli(capsys, "merge", a, b, "--out", tmp_path / "m.csv")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (mixup, err)
+    assert not (tmp_path / "m.csv").exists()

@@ -139,7 +139,9 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     if cmp.calibration:
         parts.append(f"Calibration: {calibration_line(cmp.calibration, len(cmp.table))}.\n\n")
     parts += _process_noise(cmp.process_noise)
-    parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in (cmp.same_triton, cmp.other_gpu) if w]
+    # every warning the terminal shows: a PR's readers see what the two files differ in, not only the verdicts
+    shown = dict.fromkeys(w for w in (cmp.same_triton, cmp.other_gpu, *cmp.warnings) if w)
+    parts += [f"> ⚠️ **Warning:** {w}\n\n" for w in shown]
     if explain_url:
         parts.append(f"Why each regression happened (compiled-kernel diffs): {explain_url}\n\n")
     env_rows = side_by_side(cmp.golden_env, cmp.tot_env)

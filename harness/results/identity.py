@@ -92,8 +92,13 @@ def _gpu(key: str) -> Callable[[Mapping[str, Any]], Any]:
 FACETS: tuple[Facet, ...] = (
     Facet("schema", "results schema", (("schema_version",),)),
     Facet("suite", "suite (its content)", read=_suite, label="suite_content"),
-    Facet("kernels", "kernels' source files", read=lambda env: env.get("kernel_content") or None,
-          label="kernel_content", per_kernel=True),  # fmt: skip
+    Facet(
+        "kernels",
+        "kernels' source files",
+        read=lambda env: env.get("kernel_content") or None,
+        label="kernel_content",
+        per_kernel=True,
+    ),  # fmt: skip
     Facet("libraries", "library checkouts", read=_libraries, label="libraries"),
     Facet("env", "env", (("env_name",),)),
     Facet("stack", "stack", (("triton", "version"), ("triton", "commit"), ("torch", "version"))),
