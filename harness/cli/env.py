@@ -55,12 +55,12 @@ def env_pack(
 ) -> None:
     """The offline bundle of a Triton release for an NVIDIA node: the wheel without the AMD backend and static
     libraries (ptxas-blackwell stays), the shared objects' debug sections stripped, as tar.xz parts with sha256 checksums and a manifest."""
-    from harness.envs.pack import pack
+    from harness.envs.pack import check_out, pack
     from harness.render.progress import byte_bars
     from harness.render.terminal import stderr
 
     con = stderr()
-    target = out or Path(".stage") / version
+    target = check_out(out or Path(".stage") / version)  # before the progress bars: a refusal is one line
     with byte_bars(con) as bars:
         man = pack(
             version,

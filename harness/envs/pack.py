@@ -55,6 +55,14 @@ def default_overlay(version: str) -> Path:
 # ------------------------------------------------------------------------------------------------ pack
 
 
+def check_out(out: str | Path) -> Path:
+    """A bundle's folder: new or empty (a bundle is never written over another, nor over the user's files)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise HarnessError(f"--out {out}: exists and is not empty: a bundle is never written over another")
+    return out
+
+
 def pack(
     version: str,
     out: str | os.PathLike[str],
@@ -78,9 +86,7 @@ def pack(
     size = B.part_bytes(part_mb)
     if not 0 <= level <= 9:
         raise HarnessError(f"--level {level}: expected an xz preset from 0 (fastest) to 9 (smallest)")
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise HarnessError(f"--out {out}: exists and is not empty: a bundle is never written over another")
+    out = check_out(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{out.name}.pack-", dir=out.parent))
