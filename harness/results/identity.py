@@ -138,6 +138,9 @@ class Relation:
 #: the parts of one results file (merge): measured the same way, of one suite, by one stack, on one GPU model
 PARTS = Relation("parts", {n: REFUSE for n in ("schema", "suite", "kernels", "libraries", "env", "stack", "install",
                                                "method", "config_arch", "gpu_model")} | {"rule": WARN})  # fmt: skip
+#: a run resumed into its own file (run --resume; its options and stack are checked by run/locks.py): the rows
+#: measured before and after must be of one kernel code, library commit and config arch
+RESUME = Relation("resume", {n: REFUSE for n in ("kernels", "libraries", "config_arch")})
 #: golden and TOT (compare): everything but the stack should be the same; a warning names each difference
 #: (the suite, the GPUs, the shards and the rule have warnings of their own in compare/notes.py)
 PAIR = Relation("pair", {n: WARN for n in ("kernels", "method", "config_arch")})

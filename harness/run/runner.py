@@ -21,8 +21,8 @@ from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.fsutil import check_writable
 from harness.inputs.suite import Case
-from harness.results import integrity
-from harness.results.load import load_results
+from harness.results import identity, integrity
+from harness.results.load import load_env, load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
 from harness.run import schedule, stability
@@ -163,6 +163,7 @@ class SuiteRun:
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)
         try:
             check_resume(self.out, self.opts, options)  # again with what the worker reports: the stack, the GPU
+            self._check_resumed_code(options)
             if self.opts.check_worker is not None:
                 self.opts.check_worker(self.info)
         except HarnessError:
@@ -184,6 +185,19 @@ class SuiteRun:
             update_sidecar(self.out, **self.opts.records)
         self.appender = ResultsAppender(self.out)
         self.total = len(self.todo) * (1 + self.opts.reps)
+
+    def _check_resumed_code(self, options: dict[str, Any]) -> None:
+        """A --resume appends to rows measured before: of the same kernel code, library commits and config arch
+        (results/identity.RESUME), or the file would hold two kernels under one name."""
+        side = sidecar_path(self.out)
+        if not (self.opts.resume and side.exists()):
+            return
+        now = run_sidecar(
+            self.spec, self.info, self.opts, self.timing, self.launches, options, self.cases, self.out, self.suite
+        )
+        for d in identity.differences(load_env(self.out), now, identity.RESUME):
+            raise HarnessError(f"{self.out}: --resume: {d.text('the file', 'this run')}; resume with the code it "
+                               "was measured with, or start a new --out")  # fmt: skip
 
     def _done_keys(self) -> set[str]:
         if not (self.opts.resume and self.out.exists() and self.out.stat().st_size):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -286,3 +287,23 @@ def test_resume_refuses_changed_options_and_the_sidecar_records_them(tmp_path, c
     code, _, err = cli(capsys, "run", "--env", spec, "--suite", suite, "--out", out, "--launches", "1", "--resume")
     assert code == 2 and "--resume with the env's knobs" in err and "TRITON_X=1" in err, err
     assert out.read_text() == rows, "nothing was measured into OUT"
+
+
+def test_resume_after_the_kernel_was_edited_is_refused(tmp_path, capsys, monkeypatch):
+    """The rows measured before and the ones a --resume adds would be of two kernels under one name: refused,
+    naming the kernel, once the stack is known (results/identity.RESUME); OUT untouched."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    kernel = tmp_path / "softmax.py"
+    shutil.copy(ROOT / "examples" / "softmax.py", kernel)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nentries:\n  - kernel: softmax.py\n    M: 4\n    N: [64, 128]\n")
+    out = tmp_path / "r.csv"
+    base = ["run", "--env", DATA / "cpu-env.yaml", "--suite", suite, "--out", out, "--launches", "1"]
+    r = harness(*base, "--filter", "N64")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = out.read_text()
+    kernel.write_text(kernel.read_text().replace("e / tl.sum(e, axis=0)", "e / (tl.sum(e, axis=0) + 0.0)"))
+    code, _, err = cli(capsys, *base, "--resume")  # after the worker's progress line: it reports the stack
+    assert code == 2 and err.count("harness: error") == 1 and "Traceback" not in err, err
+    assert "kernels' source files (kernel_content): {softmax:" in err and "start a new --out" in err
+    assert out.read_text() == rows
