@@ -126,6 +126,25 @@ def runs_frame(conn: Any, f: Filter | None = None) -> pd.DataFrame:
     return _frame(conn, stmt)
 
 
+def sidecars(conn: Any, run_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The stored sidecars of these runs (what each measured: results/identity.py reads them)."""
+    import json
+
+    from sqlalchemy import select
+
+    if not run_ids:
+        return {}
+    stmt = select(runs.c.id, runs.c.sidecar).where(runs.c.id.in_([int(r) for r in run_ids]))
+    out = {}
+    for rid, text in conn.execute(stmt).fetchall():
+        try:
+            side = json.loads(text)
+        except (TypeError, ValueError):
+            side = {}
+        out[int(rid)] = side if isinstance(side, dict) else {}
+    return out
+
+
 def _case_conditions(table: Any, f: Filter) -> list[Any]:
     conds = []
     if f.kernels:

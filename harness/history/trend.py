@@ -53,9 +53,10 @@ def case_trend(conn: Any, f: q.Filter, by: str) -> Shown:
     steps = series_steps(rows, min_points=MIN_POINTS)
     mark = {(s.run_id, s.kernel, s.case_id): f"{s.step_pct:+.1f}%" for s in steps.itertuples(index=False)}
     rows["step"] = [mark.get((r, k, c), "") for r, k, c in zip(rows["run_id"], rows["kernel"], rows["case_id"])]
+    rows["changed"] = changed_since(conn, rows)
     notes = q.annotations_frame(conn, f)
     cols = ["run_id", "run_at", *q.SERIES, "triton_version", "kernel", "case_id", "status", "time_us", "spread_pct"]
-    df = rows[[*cols, "verdicts", "step", "tags"]]
+    df = rows[[*cols, "verdicts", "step", "changed", "tags"]]
 
     def show(con: Console) -> None:
         for (kernel, case_id), g in df.groupby(["kernel", "case_id"], sort=True):
@@ -71,6 +72,7 @@ def case_trend(conn: Any, f: q.Filter, by: str) -> Shown:
                         Col("time_us", "µs", ".2f", "right"),
                         Col("spread_pct", "±%", ".1f", "right"),
                         Col("step", "step", justify="right"),
+                        Col("changed", "changed", fold=True),
                         Col("verdicts", "verdict (comparison)", fold=True),
                     ],
                     _series_title(keys),
@@ -79,8 +81,27 @@ def case_trend(conn: Any, f: q.Filter, by: str) -> Shown:
                 )
         _print_annotations(con, notes)
         con.print("step: a change point (ruptures PELT) starts at that run: its level against the one before")
+        con.print("changed: what the run measured differently from the one before it in its series")
 
     return df, show
+
+
+def changed_since(conn: Any, rows: pd.DataFrame) -> list[str]:
+    """Per row, what its run measured differently from the series' run before it (results/identity.SERIES: the
+    kernel's code, the suite, the stack, the method): a step beside a change has a cause other than noise."""
+    from harness.results import identity
+
+    sides = q.sidecars(conn, sorted(set(rows["run_id"].astype(int))))
+    out = [""] * len(rows)
+    order = rows.sort_values(["run_at", "run_id"], kind="stable")
+    for _, g in order.groupby([*q.SERIES, "kernel", "case_id"], dropna=False, sort=False):
+        prev = None
+        for pos, rid, kernel in zip(g.index, g["run_id"], g["kernel"], strict=True):
+            side = sides.get(int(rid), {})
+            if prev is not None:
+                out[rows.index.get_loc(pos)] = identity.changed(prev, side, identity.SERIES, kernel)
+            prev = side
+    return out
 
 
 def kernel_trend(conn: Any, f: q.Filter, by: str) -> Shown:

@@ -141,6 +141,9 @@ PARTS = Relation("parts", {n: REFUSE for n in ("schema", "suite", "kernels", "li
 #: a run resumed into its own file (run --resume; its options and stack are checked by run/locks.py): the rows
 #: measured before and after must be of one kernel code, library commit and config arch
 RESUME = Relation("resume", {n: REFUSE for n in ("kernels", "libraries", "config_arch")})
+#: one stack's runs over time (history trend): a step in a series may be the code's or the method's, not the
+#: compiler's; each difference from the run before is shown beside the time
+SERIES = Relation("series", {n: WARN for n in ("suite", "kernels", "libraries", "stack", "method", "config_arch")})
 #: golden and TOT (compare): everything but the stack should be the same; a warning names each difference
 #: (the suite, the GPUs, the shards and the rule have warnings of their own in compare/notes.py)
 PAIR = Relation("pair", {n: WARN for n in ("kernels", "method", "config_arch")})
@@ -203,3 +206,14 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any], relation: Relation) 
                 x, y = {k: x[k] for k in changed}, {k: y[k] for k in changed}
             out.append(Difference(facet.name, field, x, y, severity))
     return out
+
+
+def changed(a: Mapping[str, Any], b: Mapping[str, Any], relation: Relation, kernel: str | None = None) -> str:
+    """What differs from ``a`` to ``b`` in a few words ('kernel code, triton.version'): for ``kernel``, its own
+    code and config arch only; '' where nothing the relation cares about does."""
+    words = []
+    for d in differences(a, b, relation):
+        if BY_NAME[d.facet].per_kernel and kernel is not None and kernel not in d.a:
+            continue
+        words.append({"kernels": "kernel code", "suite": "suite"}.get(d.facet, d.field))
+    return ", ".join(dict.fromkeys(words))

@@ -227,3 +227,30 @@ def test_out_never_replaces_a_file_history_did_not_write(db, tmp_path, capsys):
     for _ in range(2):  # written, then replaced: it is this export
         rc, out, _ = cli(capsys, "history", "show", "--db", db, "--kernel", "gemm", "--out", mine)
         assert rc == 0 and out.startswith("wrote ")
+
+
+def test_trend_names_what_changed_beside_a_step(tmp_path, capsys):
+    """A series whose kernel was edited between two runs, and whose next run had another Triton: the trend says so
+    on the run where each happened (results/identity.SERIES), so a step is not read as noise or the compiler."""
+    import json
+
+    from tests.history.files import results_file
+
+    db = tmp_path / "h.sqlite"
+    paths = []
+    for i, (t, code, triton) in enumerate([(50.0, "a", "3.6.0"), (50.1, "a", "3.6.0"), (60.0, "b", "3.6.0"),
+                                           (60.2, "b", "3.7.0")]):  # fmt: skip
+        p = results_file(tmp_path, f"r{i}.csv", {("gemm", "M1024_N512"): t, ("softmax", "M8_N512"): 5.0},
+                         triton=triton, when=f"2026-11-2{i}T10:00:00Z")  # fmt: skip
+        side = json.loads(p.with_name(p.name + ".env.json").read_text())
+        side["kernel_content"] = {"gemm": code * 64, "softmax": "s" * 64}
+        p.with_name(p.name + ".env.json").write_text(json.dumps(side))
+        paths.append(p)
+    assert cli(capsys, "history", "add", "--db", db, *paths)[0] == 0
+    rc, out, _ = cli(capsys, "history", "trend", "gemm", "--db", db, "--case", "M1024_N512", "--csv")
+    df = pd.read_csv(io.StringIO(out), keep_default_na=False)
+    assert rc == 0 and df["changed"].tolist() == ["", "", "kernel code", "triton.version"]
+    rc, out, _ = cli(capsys, "history", "trend", "softmax", "--db", db, "--case", "M8_N512", "--csv")
+    assert pd.read_csv(io.StringIO(out), keep_default_na=False)["changed"].tolist() == ["", "", "", "triton.version"]
+    rc, out, _ = cli(capsys, "history", "trend", "gemm", "--db", db, "--case", "M1024_N512")
+    assert "kernel code" in out and max(len(line) for line in out.splitlines()) <= 80
