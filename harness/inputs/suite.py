@@ -41,7 +41,7 @@ from harness.kernel_api.configs import (
     config_value_problem,
     unknown_config_keys,
 )
-from harness.kernel_api.layout import is_family_file
+from harness.kernel_api.layout import file_arch, is_family_file
 
 TOP_KEYS = ("name", "include", "defaults", "entries", "configs", "config_arch", "library")
 #: entry keys that are not parameters
@@ -136,6 +136,22 @@ def _read_by_all(key: str, kernels: list[Kernel], known: Callable[[Kernel], tupl
     raise HarnessError(f"{where}: {k.name} does not read {what} {key!r} (it reads: {', '.join(known(k))})")
 
 
+def _read_columns(points: list[Any], kernels: list[Kernel], where: str) -> list[Any]:
+    """A shapes file's points without the columns no kernel of the entry reads (a model's name, a layer, a
+    count: the file stays as the team keeps it). A column that looks like a parameter's misspelling is refused,
+    as any unknown key: dropping it would run the parameter's default."""
+    import difflib
+
+    if not points or not all(isinstance(p, dict) for p in points):
+        return points  # _zip_points names what is wrong
+    read = {n for k in kernels for n in _param_names(k)}
+    extra = [c for c in points[0] if c not in read]
+    for c in extra:
+        if c.lower() in {n.lower() for n in read} or difflib.get_close_matches(c, sorted(read), n=1, cutoff=0.8):
+            raise unknown_key(where, c, read, "parameter")
+    return [{k: v for k, v in p.items() if k not in extra} for p in points]
+
+
 def _kernels(value: Any, where: str, base: Path, cache: dict[str, Kernel]) -> list[Kernel]:
     out = []
     for text in _values(value, f"{where}: kernel"):
@@ -154,8 +170,12 @@ def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
     """The points of ``zip: FILE``: a CSV file (a header of parameter names, one point a row) or a JSON file (a
     list of objects), relative to the suite: shapes kept where a team keeps them (a model's layer shapes, a
     benchmark script's list written out). Numbers are read as numbers; the parameters are checked as any zip's."""
-    path = base / value
+    import os
+
+    from harness.envs.schema import expand
+
     label = f"{where}: zip: {value}"
+    path = base / os.path.expanduser(expand(value, label, os.environ))  # ${AITER_CHECKOUT}/op_tests/shapes.csv
     if path.suffix.lower() not in (".csv", ".json"):
         raise HarnessError(f"{label}: expected a .csv or .json file of points")
     try:
@@ -194,7 +214,13 @@ def _csv_points(text: str, label: str) -> list[dict[str, Any]]:
     return points
 
 
+#: a CSV cell's booleans, as YAML, JSON and Python (a benchmark script's list written out) spell them
+BOOLS = {"true": True, "false": False}
+
+
 def _number(text: str) -> Any:
+    if text.lower() in BOOLS:
+        return BOOLS[text.lower()]
     for kind in (int, float):
         try:
             return kind(text)
@@ -278,7 +304,7 @@ def expand_entry(entry: Any, defaults: dict[str, Any], where: str, base: Path, c
         raise HarnessError(f"{where}: missing 'kernel'")
     kernels = _kernels(entry.get("kernel", defaults.get("kernel")), where, base, cache)
     if isinstance(entry.get("zip"), str):  # zip: shapes.csv
-        entry = {**entry, "zip": zip_file(entry["zip"], where, base)}
+        entry = {**entry, "zip": _read_columns(zip_file(entry["zip"], where, base), kernels, f"{where}: zip")}
     for key in entry:
         if key not in RESERVED:
             _read_by_all(key, kernels, _param_names, where, "parameter")
@@ -332,17 +358,22 @@ def _evaluate(case: Case) -> None:
 
 
 def check_config_files(cases: list[Case], directory: Path | None = None) -> None:
-    """Refuse a config file of a suite's kernel with a key the kernel never reads or a value it cannot mean (every
-    arch: a typo in the gfx950 file is a typo on an sm90 machine too), in every folder the kernel's cases search."""
-    seen: set[tuple[str, tuple[str, ...]]] = set()
+    """Refuse a config file of a suite's kernel with a key the kernel never reads or a value it cannot mean, in
+    every folder the kernel's cases search: every arch's (a typo in the gfx950 file is a typo on an sm90 machine
+    too), or only the pinned ``config_arch``'s where the cases are resolved as one arch (a library's files for
+    another arch may hold keys of another backend of its own: AITER's gfx1250 files, its gluon kernel's)."""
+    seen: set[tuple[str, tuple[str, ...], str]] = set()
     for c in cases:
         lookup = c.spec.config
         folders = search_folders(c, directory)
-        if lookup is None or (c.kernel.source, folders) in seen:
+        if lookup is None or (c.kernel.source, folders, c.config_arch) in seen:
             continue
-        seen.add((c.kernel.source, folders))
-        for f in (f for d in folders for f in config_files(lookup.family, Path(d), lookup.layout)):
-            _check_file(f, c.kernel, lookup.layout)
+        seen.add((c.kernel.source, folders, c.config_arch))
+        for d in folders:
+            for f in config_files(lookup.family, Path(d), lookup.layout):
+                if c.config_arch and file_arch(lookup.layout, f.relative_to(d).parts) != c.config_arch:
+                    continue
+                _check_file(f, c.kernel, lookup.layout)
 
 
 def _check_file(f: Path, k: Kernel, layout: str) -> None:

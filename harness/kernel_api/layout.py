@@ -101,3 +101,11 @@ def is_family_file(layout: str, family: str, rel: tuple[str, ...]) -> bool:
         return rel[0] == "gemm" and bool(flat.match(rel[1]))
     nested = len(rel) == 5 and rel[1] in AITER_BACKENDS and rel[2:4] == ("gemm", family_dir(family))
     return nested and (rel[4] == "DEFAULT.json" or bool(re.match(rf"^{fam}{keyed}$", rel[4])))
+
+
+def file_arch(layout: str, rel: tuple[str, ...]) -> str:
+    """The arch a family file (``is_family_file``) is for: its name's prefix in the flat layouts, its first folder
+    in AITER's nested one."""
+    if layout == "harness":
+        return rel[0].split("-", 1)[0]
+    return rel[1].split("-", 1)[0] if len(rel) == 2 else rel[0]

@@ -411,6 +411,21 @@ def test_a_config_file_typo_names_file_and_bucket(suite, config_dir):
             "did you mean 'num_warps'?")  # fmt: skip
 
 
+def test_a_suite_pinned_to_one_arch_checks_that_arch_s_files_only(suite, config_dir):
+    """Another arch's file of a library may hold keys of another backend of its own (AITER's gfx1250 files, its
+    gluon kernel's NUM_BUFFERS): a suite resolved as gfx950 never reads them, so they do not stop it; unpinned,
+    or pinned to that arch, they do."""
+    f = config_dir / "gfx950-BATCHED_GEMM-A16W16.json"
+    other = config_dir / "gfx1250-BATCHED_GEMM-A16W16.json"
+    other.write_text(f.read_text())
+    bucket = next(iter(json.loads(other.read_text())))
+    _poke(other, bucket, "NUM_BUFFERS", 2)
+    pinned = yaml.safe_load(entry())
+    assert load_suite(suite(yaml.safe_dump({**pinned, "config_arch": "gfx950"}), "p.yaml"))
+    refused(suite(yaml.safe_dump({**pinned, "config_arch": "gfx1250"}), "q.yaml"), str(other), "'NUM_BUFFERS'")
+    refused(suite(entry()), str(other), "'NUM_BUFFERS'")
+
+
 def test_a_config_file_key_the_kernel_never_reads_is_refused(suite, config_dir):
     f = config_dir / "sm90-BATCHED_GEMM-A8W8-N=128-K=512.json"
     bucket = next(b for b in json.loads(f.read_text()) if not b.startswith("_"))  # past a `_tuned_for` note

@@ -26,6 +26,23 @@ def test_points_from_a_csv_and_a_json_file_expand_like_a_zip(tmp_path):
         assert [c.case_id for c in load_suite(_suite(tmp_path, f))] == want
 
 
+def test_a_shapes_file_as_a_team_keeps_it(tmp_path, monkeypatch):
+    """Its folder from a variable (the library's checkout), columns no kernel reads (a model, a layer) left out,
+    and booleans as a benchmark script writes them (Python's False, YAML's true)."""
+    shapes = tmp_path / "lib" / "op_tests"
+    shapes.mkdir(parents=True)
+    (shapes / "shapes.csv").write_text("model,N,K,bias\nDeepSeek-R1,512,128,False\nLlama-70B,1024,256,true\n")
+    monkeypatch.setenv("LIB_CHECKOUT", str(tmp_path / "lib"))
+    cases = load_suite(_suite(tmp_path, "${LIB_CHECKOUT}/op_tests/shapes.csv"))
+    assert (
+        sorted({(c.params["N"], c.params["bias"]) for c in cases}) == [(512, False), (1024, True)] and len(cases) == 4
+    )
+    assert all("model" not in c.params for c in cases)
+    monkeypatch.delenv("LIB_CHECKOUT")
+    with pytest.raises(HarnessError, match=r"zip: \$\{LIB_CHECKOUT\}/op_tests/shapes.csv: .*LIB_CHECKOUT"):
+        load_suite(_suite(tmp_path, "${LIB_CHECKOUT}/op_tests/shapes.csv"))
+
+
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
@@ -33,7 +50,7 @@ def test_points_from_a_csv_and_a_json_file_expand_like_a_zip(tmp_path):
         ("shapes.txt", "N,K\n1,2\n", "expected a .csv or .json file"),
         ("ragged.csv", "N,K\n512\n", "line 2: 1 values for the header's 2 names"),
         ("hole.csv", "N,K\n512,\n", "line 2: no value for 'K'"),
-        ("extra.csv", "N,K,Q\n512,128,1\n", "'Q'"),
+        ("typo.csv", "N,k\n512,128\n", "'k'"),  # K's misspelling: dropping it would run K's default
         ("bad.json", "[{", "not valid JSON"),
         ("typed.csv", "N,K\n512,big\n", "K"),
     ],
