@@ -154,6 +154,9 @@ def run(
     else:
         all_counts = driver.measure(runs, cases, opts, str(suite))
     _print_counts(con, runs, all_counts)
+    for _, o in runs:
+        for line in preview_warnings(o):
+            con.print(f"warning: {line}", markup=False, soft_wrap=True, highlight=False)
     if len(runs) > 1:
         from harness.run.interleave import compare_command
 
@@ -283,3 +286,24 @@ def _say_no_artifacts(con, outs: list[Path]) -> None:  # noqa: ANN001 - a rich C
         if backend == "interp":
             con.print(f"{o}: --artifacts kept nothing: Triton's CPU interpreter compiles no kernels "
                       "(`harness explain` needs a GPU run)", markup=False, soft_wrap=True)  # fmt: skip
+
+
+def preview_warnings(out: Path) -> list[str]:
+    """A named warning where the library ran another config than harness's preview of its files (the worker's
+    ``chosen_config`` check, in ``config_source``): never a silent difference."""
+    import csv
+
+    marker = "; harness's preview ("
+    try:
+        with open(out, encoding="utf-8", newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if marker in (r.get("config_source") or "")]
+    except OSError:
+        return []
+    if not rows:
+        return []
+    first = rows[0]
+    from harness.errors import counted
+
+    return [f"{out}: {counted(len(rows), 'case')} ran another config than harness's preview of the library's files: the "
+            f"library's choice is recorded (config_source), e.g. {first['kernel']} {first['case_id']}: "
+            f"{first['config_source'].split(') differs: ', 1)[-1]}"]  # fmt: skip

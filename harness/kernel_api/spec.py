@@ -12,7 +12,10 @@ and, when ``hooks`` names it, ``supported(params) -> str | None``: why this case
 (e.g. ``tl.dot_scaled`` before Triton 3.9); the case is then ``skipped`` there, not failed;
 ``finalize_config(params, config) -> dict``: a library's post-processing of the config looked up; and
 ``lookup_config(params, arch) -> dict | (dict, str) | None``: the library's own lookup instead of a ConfigLookup
-(called in the worker, where the library imports; ``arch`` the suite's config arch or the worker's own).
+(called in the worker, where the library imports; ``arch`` the suite's config arch or the worker's own); and
+``chosen_config(params, inputs) -> dict | (dict, str) | None``: what the library itself picked for this case,
+asked after the first launch of a kernel whose ``launch`` lets the library decide (its users' entry, no config
+passed); the results record it, and a ConfigLookup beside it becomes harness's preview, checked against it.
 docs/writing-kernels.md walks through a complete kernel.
 """
 
@@ -42,7 +45,7 @@ TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 #: the roof a kernel's speed is judged against: a matrix-unit rate per input type, or HBM bandwidth
 PEAKS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "memory")
 #: optional functions a kernel file may define; the worker calls only those its SPEC names
-HOOKS = ("supported", "finalize_config", "lookup_config")
+HOOKS = ("supported", "finalize_config", "lookup_config", "chosen_config")
 
 #: every case has a seed for its random inputs (default 0); kernels need not declare it
 SEED = "seed"

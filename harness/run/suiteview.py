@@ -33,11 +33,20 @@ def _one(case: Case, arch: str, configs: object) -> CaseView:
         as_arch = f" (configs of {case.config_arch})" if case.config_arch and case.config_arch != arch else ""
         source = f"lookup_config: the kernel's own lookup, called in the worker{as_arch}"
         return CaseView(case.name, case.case_id, int(req["world_size"]), source, dict(case.overrides))
+    decides = "chosen_config" in req["hooks"]  # the library picks at run time; harness's reading is a preview
+    if decides and not req.get("lookup"):
+        return CaseView(case.name, case.case_id, int(req["world_size"]), LIBRARY_DECIDES, {})
     try:
         cfg, source, _ = resolve_config(req, arch, configs)
     except configs.ConfigError as err:  # type: ignore[attr-defined]
         cfg, source = {}, f"no config: {err}"
+    if decides:
+        source = f"preview: {source} (the library decides at run time; the results record its choice)"
     return CaseView(case.name, case.case_id, int(req["world_size"]), source, cfg)
+
+
+#: suite show's source of a case whose library picks its config with no reading of its files by harness
+LIBRARY_DECIDES = "the library decides at run time (its entry, as its users call it); the results record its choice"
 
 
 def lines(views: list[CaseView]) -> list[str]:

@@ -105,6 +105,8 @@ class Session:
             self._evict(self.key(case))
             result, recorded = run.first_launch(inputs, cfg, artifacts, self.timer.sync)
             out.update(recorded)
+            if "chosen_config" in case.get("hooks", ()):
+                self._chosen(case, kernel, inputs, out)
             if check:
                 out["rel_err"] = run.check(inputs, result)
         except CaseFailed as failed:
@@ -135,7 +137,9 @@ class Session:
             try:
                 cfg, source, tuned = resolve_config(case, self.C.arch(), self.configs)
             except Exception as exc:  # noqa: BLE001 - no config for this arch or shape: not this stack's failure
-                raise CaseFailed("skipped", f"config: {exc}") from None
+                if "chosen_config" not in case.get("hooks", ()):
+                    raise CaseFailed("skipped", f"config: {exc}") from None
+                cfg, source, tuned = {}, f"no preview: {exc}", False  # the library decides all the same
         cfg = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
         if "finalize_config" in case.get("hooks", ()):
             try:
@@ -148,6 +152,27 @@ class Session:
                 raise CaseFailed("runtime_error", "finalize_config: " + text) from None
         out.update(config=cfg, config_source=source, tuned=tuned)
         return cfg
+
+    def _chosen(self, case: dict[str, Any], kernel: Any, inputs: dict[str, Any], out: dict[str, Any]) -> None:
+        """The library decided (its entry, called as its users call it): record what it picked, from the kernel's
+        ``chosen_config(params, inputs)``, and where harness's own reading of the library's files (a ConfigLookup,
+        now a preview) picked otherwise, say so in ``config_source`` (``preview_differs``: the driver warns)."""
+        try:
+            got = kernel.chosen_config(case["params"], inputs)
+        except Exception as exc:  # noqa: BLE001 - the library's answer failing: its line, not ours
+            text = error_text(exc, (source_file(case["source"])[0],), self.repo, library_roots(case))
+            raise CaseFailed("runtime_error", "chosen_config: " + text) from None
+        cfg, where = got if isinstance(got, tuple) and len(got) == 2 else (got, "")
+        if got is not None and (not isinstance(cfg, dict) or not isinstance(where, str)):
+            kind = type(got).__name__
+            raise CaseFailed("runtime_error", f"chosen_config: returned a {kind}, expected a dict or (dict, str)")
+        source = "library" + (f": {where}" if where else "" if got is not None else " (it did not say which config)")
+        if got is not None and case.get("lookup"):
+            differs = preview_differences(out.get("config") or {}, cfg)
+            if differs:
+                out["preview_differs"] = differs
+                source += f"; harness's preview ({out.get('config_source')}) differs: {differs}"
+        out.update(config=dict(cfg or {}), config_source=source, tuned=bool(where))
 
     def _own_lookup(self, case: dict[str, Any], kernel: Any) -> tuple[dict[str, Any], str, bool]:
         """The kernel's ``lookup_config(params, arch)``: the library's own lookup, as the library calls it (``arch``
@@ -383,3 +408,11 @@ class Session:
         del a, b
         self._release()
         return {"status": "ok", "seconds": time.perf_counter() - t0}
+
+
+def preview_differences(preview: dict[str, Any], chosen: dict[str, Any]) -> str:
+    """``BLOCK_SIZE_M 64 vs 128, NUM_BUFFERS (not in the preview)``: the keys on which harness's reading of a
+    library's files and the library's own choice disagree ('' when they agree on every key the library names)."""
+    parts = [f"{k} {preview[k]!r} vs {chosen[k]!r}" for k in chosen if k in preview and preview[k] != chosen[k]]
+    parts += [f"{k} (not in the preview)" for k in chosen if k not in preview]
+    return ", ".join(parts)
