@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness import ConfigLookup
+from harness.kernel_api import returned
 from kernels import batched_gemm_a8w8 as a8w8
 from kernels import batched_gemm_a8w8_prequant as prequant
 from kernels import batched_gemm_a16wfp4 as a16wfp4
@@ -265,6 +266,63 @@ class Bf16OwnLookup(Bf16):
     def finalize_config(params: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         # AITER's _get_config did the split-K step already
         return fit_to_kernel(config, "batched_gemm_bf16", "_batched_gemm_bf16_kernel")
+
+
+class Bf16Decides(Bf16):
+    """AITER's bf16 op as AITER's users call it: no config passed, so AITER's own lookup picks it (its files, its
+    rule, its post-processing, on the GPU at hand; the suite's config arch where AITER has no files for it), and
+    the results record what it returned; harness's reading of the same files stays as the preview, checked
+    against it."""
+
+    SPEC = replace(Bf16.SPEC, name="aiter_batched_gemm_bf16_decides", hooks=("finalize_config", "chosen_config"))
+    picked: dict[str, Any] = {}
+
+    @staticmethod
+    def launch(inputs: dict[str, Any], config: dict[str, Any]) -> Any:
+        mod = aiter("gemm.batched.batched_gemm_bf16")
+        x = inputs["x"]
+        # the op's two lookups: its Triton path's _get_config, its gluon path's get_gemm_config(backend="gluon")
+        with (
+            _as_arch(os.environ.get("AITER_CONFIG_ARCH", "gfx950")),
+            returned(mod, "_get_config") as triton_path,
+            returned(mod, "get_gemm_config", optional=True) as gluon_path,  # checkouts before gluon lack it
+        ):
+            y = mod.batched_gemm_bf16(x, inputs["w"], inputs["bias"], x.dtype, YQ=inputs["y"], config=None)
+        if triton_path or gluon_path:
+            backend = "triton" if triton_path else "gluon"
+            Bf16Decides.picked = {"config": dict((triton_path or gluon_path)[-1][0]), "backend": backend}
+        return y
+
+    @staticmethod
+    def chosen_config(params: dict[str, Any], inputs: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+        got = Bf16Decides.picked
+        if not got:
+            return None
+        return dict(got["config"]), f"AITER's batched_gemm_bf16 op, its {got['backend']} backend's lookup"
+
+
+class _as_arch:
+    """AITER's arch question answered ``arch`` while its op looks its config up, on a GPU it ships no files for
+    (NVIDIA, the CPU); on AMD the op asks its own GPU."""
+
+    def __init__(self, arch: str) -> None:
+        self.arch, self.real = arch, None
+
+    def __enter__(self) -> None:
+        from kernels import _common
+
+        if _common.backend() == "hip":
+            return
+        self.info = aiter("utils._triton.arch_info")
+        self.real, self.info.get_arch = self.info.get_arch, lambda: self.arch
+        utils = aiter("utils.gemm_config_utils")
+        clear = getattr(getattr(utils, "_get_gemm_config_cached", None), "cache_clear", None)
+        if clear is not None:
+            clear()  # keyed by shape, not arch
+
+    def __exit__(self, *exc: object) -> None:
+        if self.real is not None:
+            self.info.get_arch = self.real
 
 
 class A8W8OwnLookup(A8W8):

@@ -17,6 +17,7 @@ from harness.kernel_api.configs import (
     split_config,
 )
 from harness.kernel_api.layout import AITER_BOUNDS, LAYOUTS, places
+from harness.kernel_api.library import returned
 from harness.kernel_api.spec import REQUIRED, ConfigLookup, KernelSpec, Param, Plot, SpecError, config_label, dim, dtype
 
 __all__ = [
@@ -39,5 +40,6 @@ __all__ = [
     "places",
     "resolve",
     "resolve_in",
+    "returned",
     "split_config",
 ]

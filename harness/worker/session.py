@@ -168,7 +168,9 @@ class Session:
             raise CaseFailed("runtime_error", f"chosen_config: returned a {kind}, expected a dict or (dict, str)")
         source = "library" + (f": {where}" if where else "" if got is not None else " (it did not say which config)")
         if got is not None and case.get("lookup"):
-            differs = preview_differences(out.get("config") or {}, cfg)
+            # what this backend would launch of it: the preview had the same launch options cut (_config)
+            launched = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
+            differs = preview_differences(out.get("config") or {}, launched)
             if differs:
                 out["preview_differs"] = differs
                 source += f"; harness's preview ({out.get('config_source')}) differs: {differs}"

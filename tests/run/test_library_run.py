@@ -136,3 +136,20 @@ def test_the_librarys_own_lookup_in_the_worker_runs_the_config_harness_resolves(
     assert {k: v for k, v in mine.config.items() if k != "matrix_instr_nonkdim"}.items() <= ran.items()
     side = json.loads(sidecar_path(root / "own.csv").read_text())
     assert side["config_lookup"]["aiter_batched_gemm_bf16"]["layout"] == "lookup_config"
+
+
+def test_the_library_decides_through_its_users_entry_and_harness_previews(checkouts):
+    """Bf16Decides: AITER's op called as its users call it (config=None): the op's own lookup picks, the row
+    records its return (spied, not re-implemented), and harness's reading of the same files, the preview, agrees."""
+    root, main, _ = checkouts
+    decides = root / "decides.yaml"
+    decides.write_text(_suite(root).read_text().replace(":Bf16\n", ":Bf16Decides\n"))
+    r = _run(decides, main, root / "decides.csv")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "preview" not in r.stderr  # no warning: the preview and the library agree here
+    df = load_results(root / "decides.csv").set_index("case_id")
+    row = df.loc["B2_M16_N64_K128_fp16"]
+    assert row["status"] == "ok", row["error"]
+    assert row["config_source"] == "library: AITER's batched_gemm_bf16 op, its triton backend's lookup"
+    ran = json.loads(row["config"])
+    assert ran["SPLITK_BLOCK_SIZE"] == 128 and ran["NUM_KSPLIT"] == 1  # AITER's post-processing, by AITER
