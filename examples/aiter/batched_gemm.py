@@ -34,7 +34,12 @@ KERNELS = "_triton_kernels.gemm.batched"  # under aiter.ops.triton: the Triton k
 #: :func:`fit_to_kernel` decides it from the checkout's own kernel.
 TILES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "waves_per_eu")
 SPLITK = ("NUM_KSPLIT", "SPLITK_BLOCK_SIZE", "cache_modifier")
-KEYS = {"bf16": (*TILES, *SPLITK), "a8w8": TILES, "fp4": (*TILES, *SPLITK), "prequant": (*TILES, "cache_modifier")}
+#: the gluon kernel's own keys (AITER's bf16 op takes it on gfx1250, reading gemm/gluon/ with backend="gluon")
+GLUON = ("NUM_BUFFERS", "kernel_type")
+KEYS = {"bf16": (*TILES, *SPLITK, *GLUON), "a8w8": TILES, "fp4": (*TILES, *SPLITK),
+        "prequant": (*TILES, "cache_modifier")}  # fmt: skip
+#: the backend each op names to AITER's lookup on an arch (its _GLUON_SUPPORTED_ARCHS): part of the preview
+BF16_BACKENDS = (("gfx1250", "gluon"),)
 #: launch options of AMD's backend only that AITER's config files hold and harness hands on (declared above)
 AMD_ONLY = ("waves_per_eu",)
 #: afp4wfp4's caller passes its own bounds: 320 added, 1 left out (AITER's _get_config)
@@ -131,7 +136,7 @@ def _fp4_supported(params: dict[str, Any]) -> str | None:
 
 
 class Bf16:
-    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", "bf16", batch="B")
+    SPEC = _aiter(bf16.SPEC, "batched_gemm_bf16", "BATCHED_GEMM-A16W16", "bf16", batch="B", backends=BF16_BACKENDS)
     make_inputs = staticmethod(bf16.make_inputs)
     reference = staticmethod(bf16.reference)
 

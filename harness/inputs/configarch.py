@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError, counted, did_you_mean
 from harness.inputs.suite import Case, config_files, search_folders
-from harness.kernel_api.layout import places
+from harness.kernel_api.layout import file_arch, places
 
 
 @dataclass(frozen=True)
@@ -88,5 +88,5 @@ def _arches(family: str, layout: str, folders: tuple[str, ...]) -> tuple[str, ..
     for d in folders:
         for f in config_files(family, Path(d), layout):
             rel = f.relative_to(d).parts
-            found.add(rel[0] if len(rel) > 2 else rel[-1].split(f"-{family}", 1)[0])
+            found.add(file_arch(layout, rel))
     return tuple(sorted(found))

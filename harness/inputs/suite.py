@@ -370,7 +370,7 @@ def check_config_files(cases: list[Case], directory: Path | None = None) -> None
             continue
         seen.add((c.kernel.source, folders, c.config_arch))
         for d in folders:
-            for f in config_files(lookup.family, Path(d), lookup.layout):
+            for f in config_files(lookup.family, Path(d), lookup.layout, lookup.backend_names()):
                 if c.config_arch and file_arch(lookup.layout, f.relative_to(d).parts) != c.config_arch:
                     continue
                 _check_file(f, c.kernel, lookup.layout)
@@ -395,10 +395,11 @@ def search_folders(case: Case, directory: Path | None = None) -> tuple[str, ...]
     return (*case.folders, *((str(config_dir(directory)),) if case.harness_configs else ()))
 
 
-def config_files(family: str, directory: Path, layout: str = "harness") -> list[Path]:
-    """Every arch's config files of one family in a folder, as ``layout`` names them (harness/kernel_api/layout.py)."""
+def config_files(family: str, directory: Path, layout: str = "harness", backends: tuple[str, ...] = ()) -> list[Path]:
+    """Every arch's config files of one family in a folder, as ``layout`` names them (harness/kernel_api/layout.py;
+    ``backends``: the legacy per-backend folders the op's lookup can reach)."""
     found = directory.glob("*.json") if layout == "harness" else directory.rglob("*.json")
-    return sorted(f for f in found if is_family_file(layout, family, f.relative_to(directory).parts))
+    return sorted(f for f in found if is_family_file(layout, family, f.relative_to(directory).parts, backends))
 
 
 def _read_yaml(p: Path) -> Any:

@@ -215,13 +215,15 @@ def resolve_in(
     layout: str = "harness",
     bounds: tuple[int, ...] | None = None,
     overrides: dict[str, Any] | None = None,
+    backend: str = "",
 ) -> Resolved:
-    """The config of a case: the first place of the first folder (layout.py's order) whose default file
-    exists; in that place the first per-shape file of ``keys`` that exists, else the default (never merged); the
-    bucket for ``value`` (over ``bounds`` when given); the suite's ``overrides`` on top."""
+    """The config of a case: the first place of the first folder (layout.py's order, for the ``backend`` the
+    library's caller names on this arch) whose default file exists; in that place the first per-shape file of
+    ``keys`` that exists, else the default (never merged); the bucket for ``value`` (over ``bounds`` when given);
+    the suite's ``overrides`` on top."""
     tried = []
     for folder in folders:
-        for place in places(layout, family, arch, keys, Path(folder)):
+        for place in places(layout, family, arch, keys, Path(folder), backend):
             if place.default.is_file():
                 path = next((p for p in place.specific if p.is_file()), place.default)
                 return _take(path, Path(folder), place.default, value, bucket, layout, bounds, overrides)

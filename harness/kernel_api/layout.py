@@ -42,15 +42,20 @@ def family_dir(family: str) -> str:
     return family.lower().replace("-", "_")
 
 
-def places(layout: str, family: str, arch: str, keys: tuple[str, ...], folder: Path) -> list[Place]:
+def places(layout: str, family: str, arch: str, keys: tuple[str, ...], folder: Path, backend: str = "") -> list[Place]:
     """Every place of ``folder`` a lookup tries for ``family`` on ``arch``, in order; ``keys`` are the per-shape
-    suffixes (``B=4-N=1024-K=4096``, ``N=1024-K=4096``), most specific first."""
+    suffixes (``B=4-N=1024-K=4096``, ``N=1024-K=4096``), most specific first. ``backend``: the one AITER's caller
+    names (``get_gemm_config(..., backend="gluon")``): its nested folder, then the legacy ``gemm/<backend>/``, then
+    the legacy flat ``gemm/``; none (''): nested triton, nested gluon, legacy flat, as AITER tries them."""
     if layout == "harness":
         return [_place(folder, f"{arch}-{family}", f"{arch}-{family}", keys)]
     if layout != "aiter":
         raise ValueError(f"unknown config layout {layout!r} (known: {', '.join(LAYOUTS)})")
-    nested = [_place(folder / arch / b / "gemm" / family_dir(family), "DEFAULT", family, keys) for b in AITER_BACKENDS]
-    return [*nested, _place(folder / "gemm", f"{arch}-{family}", f"{arch}-{family}", keys)]
+    flat = _place(folder / "gemm", f"{arch}-{family}", f"{arch}-{family}", keys)
+    nest = lambda b: _place(folder / arch / b / "gemm" / family_dir(family), "DEFAULT", family, keys)  # noqa: E731
+    if backend:
+        return [nest(backend), _place(folder / "gemm" / backend, f"{arch}-{family}", f"{arch}-{family}", keys), flat]
+    return [*(nest(b) for b in AITER_BACKENDS), flat]
 
 
 def _place(where: Path, default: str, stem: str, keys: tuple[str, ...]) -> Place:
@@ -89,9 +94,10 @@ def split_buckets(data: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list
     return buckets, skipped
 
 
-def is_family_file(layout: str, family: str, rel: tuple[str, ...]) -> bool:
+def is_family_file(layout: str, family: str, rel: tuple[str, ...], backends: tuple[str, ...] = ()) -> bool:
     """Whether the file at ``rel`` (its path's parts under a config folder) is one of ``family``'s files that
-    ``layout``'s lookup can reach, for any arch: what the suite's checks read."""
+    ``layout``'s lookup can reach, for any arch: what the suite's checks read. The legacy ``gemm/<backend>/``
+    folders only for the ``backends`` the library's op names (ConfigLookup.backends)."""
     fam = re.escape(family)
     keyed = r"(-[A-Za-z_]\w*=[^-/]+)*\.json"
     flat = re.compile(rf"^[^-/]+-{fam}{keyed}$")
@@ -99,6 +105,8 @@ def is_family_file(layout: str, family: str, rel: tuple[str, ...]) -> bool:
         return len(rel) == 1 and bool(flat.match(rel[0]))
     if len(rel) == 2:
         return rel[0] == "gemm" and bool(flat.match(rel[1]))
+    if len(rel) == 3:  # the legacy per-backend folder: gemm/gluon/gfx1250-BATCHED_GEMM-A16W16.json
+        return rel[0] == "gemm" and rel[1] in backends and bool(flat.match(rel[2]))
     nested = len(rel) == 5 and rel[1] in AITER_BACKENDS and rel[2:4] == ("gemm", family_dir(family))
     return nested and (rel[4] == "DEFAULT.json" or bool(re.match(rf"^{fam}{keyed}$", rel[4])))
 
@@ -108,4 +116,4 @@ def file_arch(layout: str, rel: tuple[str, ...]) -> str:
     in AITER's nested one."""
     if layout == "harness":
         return rel[0].split("-", 1)[0]
-    return rel[1].split("-", 1)[0] if len(rel) == 2 else rel[0]
+    return rel[-1].split("-", 1)[0] if len(rel) in (2, 3) else rel[0]

@@ -150,7 +150,9 @@ class ConfigLookup:
     that are not buckets skipped); ``batch`` names the parameter of AITER's batch-specialized files
     (``-B=4-N=..-K=..``, tried before ``-N=..-K=..``); ``bounds`` are the only bounds searched (the caller's list,
     as AITER's lookup takes it; empty: the file's own bounds, or AITER's standard list under its layout);
-    ``folders`` are config folders relative to the kernel file, searched after the suite's."""
+    ``folders`` are config folders relative to the kernel file, searched after the suite's; ``backends``: the
+    backend the library's op names to its lookup on an arch (``(("gfx1250", "gluon"),)``: AITER's batched bf16
+    op takes its gluon kernel there and asks for ``backend="gluon"``), none elsewhere."""
 
     family: str
     bucket: str = "M"
@@ -159,8 +161,13 @@ class ConfigLookup:
     batch: str = ""
     bounds: tuple[int, ...] = ()
     folders: tuple[str, ...] = ()
+    backends: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        if any(
+            not (isinstance(b, tuple) and len(b) == 2 and all(isinstance(x, str) for x in b)) for b in self.backends
+        ):
+            raise SpecError(f"ConfigLookup backends {self.backends!r}: expected ((arch, backend), ...) pairs")
         if not isinstance(self.family, str) or not _NAME.match(self.family):
             raise SpecError(f"ConfigLookup family {self.family!r}: expected letters, digits, '_', '-' or '.'")
         if self.layout not in LAYOUTS:
@@ -168,6 +175,14 @@ class ConfigLookup:
         b = self.bounds
         if any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in b) or list(b) != sorted(set(b)):
             raise SpecError(f"ConfigLookup bounds {b!r}: expected strictly increasing positive integers")
+
+    def backend_names(self) -> tuple[str, ...]:
+        """Every backend the library's op names on some arch."""
+        return tuple(sorted({b for _, b in self.backends}))
+
+    def backend_on(self, arch: str) -> str:
+        """The backend the library's op names on ``arch`` ('' where it names none)."""
+        return dict(self.backends).get(arch, "")
 
     def file_key(self, params: Mapping[str, Any]) -> str:
         """``N=512-K=128``: the suffix of the per-shape file for these parameters ('' without specialize)."""

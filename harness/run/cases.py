@@ -49,6 +49,7 @@ def _lookup(case: Case, c: ConfigLookup) -> dict[str, Any]:
         "folders": list(case.folders),
         "harness_configs": case.harness_configs,
         "arch": case.config_arch,
+        "backends": [list(b) for b in c.backends],
     }
 
 

@@ -59,3 +59,30 @@ def test_family_files_a_lookup_can_reach():
     )
     assert not is_family_file("harness", fam, ("gemm", "gfx950-BATCHED_GEMM-A8W8.json"))
     assert is_family_file("harness", fam, ("sm90-BATCHED_GEMM-A8W8-N=1-K=2.json",))
+
+
+def test_an_op_that_names_its_backend_is_looked_up_where_aiter_looks_for_it(tmp_path):
+    """AITER's batched bf16 op takes its gluon kernel on gfx1250 and asks get_gemm_config(backend="gluon"): the
+    nested gluon folder, then the legacy gemm/gluon/, then the flat gemm/ (the stand-in's files: its gluon-only
+    legacy folder, which a lookup without the backend never reaches)."""
+    from harness.kernel_api import ConfigLookup, resolve_in
+    from tests.conftest import DATA
+
+    folder = DATA / "fake_aiter" / "aiter" / "ops" / "triton" / "configs"
+    got = places("aiter", "BATCHED_GEMM-A16W16", "gfx1250", (), tmp_path, "gluon")
+    assert [p.default.relative_to(tmp_path).as_posix() for p in got] == [
+        "gfx1250/gluon/gemm/batched_gemm_a16w16/DEFAULT.json",
+        "gemm/gluon/gfx1250-BATCHED_GEMM-A16W16.json",
+        "gemm/gfx1250-BATCHED_GEMM-A16W16.json",
+    ]
+    lookup = ConfigLookup("BATCHED_GEMM-A16W16", layout="aiter", batch="B", backends=(("gfx1250", "gluon"),))
+    gluon = resolve_in(
+        [folder], lookup.family, "gfx1250", 16, (), "M", "aiter", None, None, lookup.backend_on("gfx1250")
+    )
+    triton = resolve_in([folder], lookup.family, "gfx1250", 16, (), "M", "aiter")
+    assert gluon.source.startswith("gemm/gluon/gfx1250-BATCHED_GEMM-A16W16.json:")
+    assert triton.source.startswith("gemm/gfx1250-BATCHED_GEMM-A16W16.json:")
+    assert "NUM_BUFFERS" in gluon.config or gluon.config != triton.config
+    rel = ("gemm", "gluon", "gfx1250-BATCHED_GEMM-A16W16.json")
+    assert is_family_file("aiter", "BATCHED_GEMM-A16W16", rel, ("gluon",))
+    assert not is_family_file("aiter", "BATCHED_GEMM-A16W16", rel)  # an op that names no backend never reads it

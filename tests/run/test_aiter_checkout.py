@@ -58,3 +58,13 @@ def test_every_case_compiles_for_an_h100_on_this_cpu():
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert r.stdout.splitlines()[-1].endswith("30 cases, 18 ok, 12 skipped"), r.stdout[-500:]
+
+
+def test_harness_preview_picks_what_aiters_own_lookup_picks_on_every_arch():
+    """lab/library/aiter_agreement.py: every lookup of the five batched families (every arch folder of the
+    checkout, M around every standard bound, every per-shape file), the bf16 op's gluon backend on gfx1250
+    included, against AITER's get_gemm_config; on 2026-08-22's snapshot 3,315 of 3,315."""
+    r = subprocess.run([sys.executable, str(ROOT / "lab/library/aiter_agreement.py")], capture_output=True,
+                       text=True, cwd=ROOT, timeout=900)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.stdout.splitlines()[-1].endswith("lookups agree")
