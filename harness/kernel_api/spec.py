@@ -46,6 +46,8 @@ TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 PEAKS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "memory")
 #: optional functions a kernel file may define; the worker calls only those its SPEC names
 HOOKS = ("supported", "finalize_config", "lookup_config", "chosen_config")
+#: hooks a SPEC may name without defining: the worker has its own (chosen_config: the Triton launches it records)
+OPTIONAL_HOOKS = ("chosen_config",)
 
 #: every case has a seed for its random inputs (default 0); kernels need not declare it
 SEED = "seed"

@@ -16,6 +16,7 @@ from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, res
 from harness.worker.delay import delay_of, delayed
 from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
+from harness.worker.launches import as_config, recorded
 from harness.worker.library import attach, library_roots
 from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
@@ -158,7 +159,13 @@ class Session:
         ``chosen_config(params, inputs)``, and where harness's own reading of the library's files (a ConfigLookup,
         now a preview) picked otherwise, say so in ``config_source`` (``preview_differs``: the driver warns)."""
         try:
-            got = kernel.chosen_config(case["params"], inputs)
+            if hasattr(kernel, "chosen_config"):
+                got = kernel.chosen_config(case["params"], inputs)
+            else:  # none written: what the entry launches, recorded on a call after the first (tuned by then)
+                with recorded(self.triton) as seen:
+                    kernel.launch(inputs, dict(out.get("config") or {}))
+                    self.timer.sync()
+                got = as_config(seen)
         except Exception as exc:  # noqa: BLE001 - the library's answer failing: its line, not ours
             text = error_text(exc, (source_file(case["source"])[0],), self.repo, library_roots(case))
             raise CaseFailed("runtime_error", "chosen_config: " + text) from None

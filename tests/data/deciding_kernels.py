@@ -48,3 +48,12 @@ class Previewed:
     launch = staticmethod(launch)
     reference = staticmethod(reference)
     chosen_config = staticmethod(chosen_config)
+
+
+class Recorded:
+    """The same op with no chosen_config written: the worker records what the entry launched."""
+
+    SPEC = replace(SPEC, name="declib_scale_recorded")
+    make_inputs = staticmethod(make_inputs)
+    launch = staticmethod(launch)
+    reference = staticmethod(reference)

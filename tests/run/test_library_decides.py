@@ -45,3 +45,17 @@ def test_every_row_records_the_library_s_choice_and_a_differing_preview_is_named
     assert "harness's preview" not in df.loc[("declib_scale_previewed", "M2_N64"), "config_source"]
     warned = [line for line in err.splitlines() if line.startswith("warning:")]
     assert warned and "1 case ran another config than harness's preview" in " ".join(err.split())
+
+
+def test_without_a_chosen_config_the_worker_records_what_the_entry_launched(tmp_path, capsys, monkeypatch):
+    """No function written (a library plugged in with no wrapper): the launches of one call after the first, the
+    kernel's constexpr arguments and launch options, are the config recorded."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    out = tmp_path / "r.csv"
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "declib.yaml", "--out", out,
+                       "--kernel", "declib_scale_recorded")  # fmt: skip
+    assert code == 0, err
+    df = pd.read_csv(out).set_index("case_id")
+    assert df.loc["M2_N64", "config"] == '{"BLOCK":64,"num_warps":1}'
+    assert df.loc["M2_N200", "config"] == '{"BLOCK":128,"num_warps":2}'
+    assert set(df["config_source"]) == {"library: Triton launch of _scale"}
