@@ -59,3 +59,18 @@ def test_without_a_chosen_config_the_worker_records_what_the_entry_launched(tmp_
     assert df.loc["M2_N64", "config"] == '{"BLOCK":64,"num_warps":1}'
     assert df.loc["M2_N200", "config"] == '{"BLOCK":128,"num_warps":2}'
     assert set(df["config_source"]) == {"library: Triton launch of _scale"}
+
+
+def test_a_library_op_with_no_wrapper_file_through_the_entry_kernels(tmp_path, capsys, monkeypatch):
+    """harness's entry kernels call the function a suite names (``entry: module.function``) as its users do: a
+    Triton library's op records the kernel it launched and its config, torch's ops (no Triton launch) say none."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    out = tmp_path / "r.csv"
+    code, _, err = cli(capsys, "run", "--env", DATA / "cpu-env.yaml", "--suite", DATA / "entries.yaml", "--out", out)
+    assert code == 0, err
+    df = pd.read_csv(out).set_index("kernel")
+    assert set(df["status"]) <= {"ok", "unstable"}, df[["status", "error"]]
+    silu = df.loc["entry_silu_and_mul"]
+    assert silu["case_id"] == "M4_N256_fp32_declib.silu_and_mul" and silu["config"] == '{"BLOCK":256,"num_warps":4}'
+    assert silu["config_source"] == "library: Triton launch of _silu_and_mul"
+    assert df.loc["entry_mm", "config_source"] == "library (it did not say which config)"
