@@ -56,7 +56,7 @@ def test_the_driver_reads_the_same_spec_the_worker_imports():
         imported = import_kernel(k.source, str(ROOT)).SPEC
         assert isinstance(imported, KernelSpec)
         assert imported.summary() == k.spec.summary(), name
-        p = k.spec.case_params({q.name: 64 for q in k.spec.params if q.required}, "t")
+        p = k.spec.case_params({q.name: 64 if q.type == "int" else "x.y" for q in k.spec.params if q.required}, "t")
         for fn in ("flops_of", "bytes_of", "peak_of", "dtype_of", "tolerance_of", "world_size_of"):
             assert getattr(imported, fn)(p) == getattr(k.spec, fn)(p), (name, fn)
 

@@ -15,23 +15,31 @@ def _load(path):
         return json.load(f)
 
 
-def _default_dir(config_name, arch):
+def _default_dir(config_name, arch, backend=None):
+    """The folder of the lookup: with no backend the nested triton, then gluon folder, then the flat gemm/; with
+    one (the gluon path of an op asks for it) its nested folder, then the legacy gemm/<backend>/, then gemm/."""
     nested = config_name.lower().replace("-", "_")
-    for backend in ("triton", "gluon"):
-        folder = os.path.join(CONFIGS, arch, backend, "gemm", nested)
-        if os.path.exists(os.path.join(folder, "DEFAULT.json")):
-            return folder, "", "DEFAULT"
+    candidates = [
+        (os.path.join(CONFIGS, arch, b, "gemm", nested), "") for b in ([backend] if backend else ["triton", "gluon"])
+    ]
+    if backend:
+        candidates.append((os.path.join(CONFIGS, "gemm", backend), arch + "-"))
+    candidates.append((os.path.join(CONFIGS, "gemm"), arch + "-"))
+    for folder, prefix in candidates:
+        default = prefix + config_name if prefix else "DEFAULT"
+        if os.path.exists(os.path.join(folder, default + ".json")):
+            return folder, prefix, default
     return os.path.join(CONFIGS, "gemm"), arch + "-", arch + "-" + config_name
 
 
-def get_gemm_config(config_name, M, N=None, K=None, bounds=None, B=None, arch=None):
+def get_gemm_config(config_name, M, N=None, K=None, bounds=None, B=None, arch=None, backend=None):
     """(config, is_tuned, file relative to the configs folder, bucket); ``arch`` by default the library's own arch
-    query's answer, as AITER's lookup asks it."""
+    query's answer, as AITER's lookup asks it; ``backend`` as its gluon path names it."""
     if arch is None:
         from aiter.ops.triton.utils._triton import arch_info
 
         arch = arch_info.get_arch()
-    folder, prefix, default = _default_dir(config_name, arch)
+    folder, prefix, default = _default_dir(config_name, arch, backend)
     path = os.path.join(folder, default + ".json")
     data, tuned = _load(path), False
     assert data is not None, f"Required config file doesn't exist: {path}"
