@@ -1,8 +1,9 @@
 """What a library's entry launched: every Triton kernel launch while it ran, with the constexpr arguments and launch
 options it was given (its config, as the library chose it: a table, a heuristic, an autotuner's pick). Lets a kernel
 whose ``launch`` calls a library's public function name ``chosen_config`` in its hooks without writing one: the
-worker records the launches of one call, made after the first (an autotuner has tuned by then, so the call runs what
-every timed call will). Standard library and triton only."""
+worker records the launches of the first call, where an autotuner benchmarks its configs and then runs its choice
+last, and where a library that caches its compiled kernels (FlagGems' LibEntry, which later calls the compiled
+kernel directly) still goes through Triton's JIT. Standard library and triton only."""
 
 from __future__ import annotations
 

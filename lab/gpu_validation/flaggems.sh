@@ -8,6 +8,9 @@ cd "$(dirname "$0")/../.."
 export RESULTS=${RESULTS:-.harness/gpu} PYTHONUNBUFFERED=1
 export FLAGGEMS=${FLAGGEMS:-/tmp/flaggems} GEMS_VENDOR=nvidia FLAGGEMS_CACHE_DIR=${FLAGGEMS_CACHE_DIR:-/tmp/flaggems-cache}
 [ -d "$FLAGGEMS/flag_gems" ] || python3 -m zipfile -e .stage/flaggems/flag_gems-*.whl "$FLAGGEMS"
+# its one dependency the node's Python lacks (no registry there): SQLAlchemy, for FlagGems' tuning cache
+python3 -c "import sqlalchemy" 2>/dev/null || [ -d "$FLAGGEMS/sqlalchemy" ] ||
+  python3 -m zipfile -e .stage/flaggems/sqlalchemy-*.whl "$FLAGGEMS"
 PYTHONPATH=$FLAGGEMS python3 -c "import flag_gems, triton; print('flag_gems', flag_gems.__version__, 'triton', triton.__version__)" 2>&1 | tail -1
 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv > "$RESULTS/machine-flaggems.txt" 2>&1 || true
 TAG=flaggems SUITE=examples/flaggems/flaggems.yaml FILTER=${1:-} bash lab/gpu_validation/run.sh plain

@@ -41,3 +41,16 @@ def silu_and_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     block = 256 if n >= 1024 else 64
     _silu_and_mul[(triton.cdiv(n, block),)](a, b, y, n, BLOCK=block, num_warps=4)
     return y
+
+
+_COMPILED: dict = {}
+
+
+def cached_scale(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """As FlagGems' LibEntry: the first call for a row length goes through Triton's JIT (and its choice); later
+    calls run what it cached without it (here torch stands in for the compiled kernel launched directly)."""
+    row = x.shape[-1]
+    if row in _COMPILED:
+        return torch.mul(x, 2.0, out=out)
+    _COMPILED[row] = True
+    return scale(x, out=out)
