@@ -42,6 +42,8 @@ def _one(case: Case, arch: str, configs: object) -> CaseView:
         cfg, source = {}, f"no config: {err}"
     if decides:
         source = f"preview: {source} (the library decides at run time; the results record its choice)"
+    elif "finalize_config" in req["hooks"]:  # the library's post-processing runs in the worker, where it imports
+        source += " (before the kernel's finalize_config: the results record the config that ran)"
     return CaseView(case.name, case.case_id, int(req["world_size"]), source, cfg)
 
 

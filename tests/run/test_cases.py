@@ -57,6 +57,7 @@ def test_a_case_is_sent_resolved_and_becomes_a_version_2_row():
         "folders": [],  # a shipped kernel: harness's own folder, which the worker adds ($HARNESS_CONFIG_DIR there)
         "harness_configs": True,
         "arch": "",
+        "backends": [],  # the backend the library's op names on an arch: none for harness's own kernels
     }
     assert req["source"].endswith("kernels/batched_gemm_bf16.py") and req["tolerance"] == 2e-3
     assert req["params"]["dtype"] == "fp16" and req["dtype"] == "fp16" and req["world_size"] == 1
