@@ -113,7 +113,7 @@ def cpu():
 c0, w0 = cpu(), time.perf_counter()
 import harness.cli.compare, harness.compare.compare as C, harness.compare.store as S, harness.render.terminal as R
 import harness.results.load as L
-from harness.compare.rule import Rule
+from harness.verdict.rule import Rule
 import pandas, pyarrow, pyarrow.csv
 try:
     import harness.results.fastread as F

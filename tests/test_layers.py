@@ -19,6 +19,7 @@ FLOORS = [
     ["fsutil", "outdir", "worker"],
     ["envs"],  # env specs and venvs: the library reader (inputs/library.py) reads their schema
     ["results", "inputs"],
+    ["verdict"],  # the rule, confidence, stability, re-measuring: pure, below both stages that use them
     ["run", "compare"],
     ["render"],
     ["explain", "publish", "history", "retune"],

@@ -30,8 +30,6 @@ from harness.bisect import gitrange
 from harness.bisect.model import Outcome, Plan, Stack, key_of
 from harness.bisect.search import Measurement, Reading, decide, history, read
 from harness.compare.compare import Comparison, worst_first
-from harness.compare.referee import rule_referee
-from harness.compare.rule import Rule
 from harness.compare.store import load_compare, locate_results
 from harness.envs.schema import same_version
 from harness.envs.spec import EnvSpec, load_env_spec, release_env
@@ -43,7 +41,9 @@ from harness.results.load import load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
-from harness.run.remeasure import Remeasure
+from harness.verdict.referee import rule_referee
+from harness.verdict.remeasure import Remeasure
+from harness.verdict.rule import Rule
 
 DEFAULT_VERDICTS = ("regression", "failed_in_tot")
 RESERVED = ("golden", "tot")  # the stack keys of golden and TOT

@@ -2,7 +2,7 @@
 clean or not; the measurements of a (case, release) → good / bad / noisy; a case's states over the releases →
 its history and the step(s) that made it slower. Pure: numbers in, words out, no I/O.
 
-The rule is the comparison's (harness.compare.rule): bad iff release > rel × golden + abs_us. A measurement is
+The rule is the comparison's (harness.verdict.rule): bad iff release > rel × golden + abs_us. A measurement is
 *clean* when its verdict does not depend on which reps are taken: the release's slowest rep against golden's
 fastest and its fastest against golden's slowest give the same verdict, and neither side's reps were
 ``unstable``. A (case, release) is decided by one clean measurement, or by its last two measurements agreeing
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.compare.rule import Rule, verdict_of
+from harness.verdict.rule import Rule, verdict_of
 
 #: the state of one (case, release), worst first
 STATES = ("bad", "failed", "noisy", "skipped", "good")

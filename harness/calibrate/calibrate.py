@@ -20,9 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.calibrate.resolution import Slowdown, judge_pair, summarize
 from harness.compare.calibration import write_calibration
-from harness.compare.rule import Rule
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
 from harness.inputs.suite import Case
@@ -30,6 +28,8 @@ from harness.results.load import load_results
 from harness.results.schema import TIMED_STATUSES
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
+from harness.verdict.resolution import Slowdown, judge_pair, summarize
+from harness.verdict.rule import Rule
 
 OWN = ("calibration.csv", "runs")
 

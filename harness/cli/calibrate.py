@@ -19,8 +19,8 @@ from harness.cli.options import (
     remeasure_policy,
     rule_of,
 )
-from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 
 def calibrate(
@@ -51,7 +51,6 @@ def calibrate(
     false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
     from harness.calibrate.calibrate import OWN, Plan
     from harness.calibrate.calibrate import calibrate as calibrate_plan
-    from harness.calibrate.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
     from harness.envs.spec import load_env_spec
     from harness.envs.venv import check_venv
     from harness.outdir import prepare_out_dir
@@ -59,6 +58,7 @@ def calibrate(
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions, check_timeout
     from harness.run.orchestrate import selected_cases
+    from harness.verdict.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
 
     check_timeout(timeout)
     rule = rule_of(rel, abs_us, min_golden_us)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
-from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError
+from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 if TYPE_CHECKING:
     from harness.compare.compare import Comparison

@@ -11,8 +11,8 @@ import typer
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # the run and compare stages load only when a command needs them
-    from harness.compare.rule import Rule
-    from harness.run.remeasure import Remeasure
+    from harness.verdict.remeasure import Remeasure
+    from harness.verdict.rule import Rule
 
 # ------------------------------------------------------------------------------------------- arguments
 ExistingFile = Annotated[Path, typer.Argument(help="a results CSV (see docs/results-format.md)")]
@@ -20,7 +20,7 @@ CompareCsv = Annotated[Path, typer.Argument(help="compare.csv written by `harnes
 EnvSpecName = Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
 
 # ------------------------------- the rule: `harness compare` judges by it, `run` and `calibrate` measure against it
-#: one definition for every command that takes the rule; their defaults are AITER's, harness/compare/defaults.py's
+#: one definition for every command that takes the rule; their defaults are AITER's, harness/verdict/defaults.py's
 RuleRel = Annotated[float, typer.Option("--rel", help="the rule: regression iff tot > REL x golden + ABS")]
 RuleAbsUs = Annotated[float, typer.Option("--abs-us", help="the rule's slack ABS, µs")]
 RuleMinGoldenUs = Annotated[float, typer.Option("--min-golden-us", help="the rule ignores golden under this, µs")]
@@ -28,7 +28,7 @@ RuleMinGoldenUs = Annotated[float, typer.Option("--min-golden-us", help="the rul
 
 def rule_of(rel: float, abs_us: float, min_golden_us: float) -> Rule:
     """The rule of ``--rel``, ``--abs-us`` and ``--min-golden-us``; a value it cannot be is one line (exit 2)."""
-    from harness.compare.rule import Rule
+    from harness.verdict.rule import Rule
 
     try:
         return Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
@@ -179,9 +179,9 @@ def remeasure_policy(on: bool, extra_reps: int, share: float, rule: Rule | None 
         return None
     from dataclasses import asdict
 
-    from harness.compare.referee import rule_referee
-    from harness.compare.rule import Rule
-    from harness.run.remeasure import Budget, Remeasure
+    from harness.verdict.referee import rule_referee
+    from harness.verdict.remeasure import Budget, Remeasure
+    from harness.verdict.rule import Rule
 
     rule = rule or Rule()
     return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=asdict(rule))

@@ -44,11 +44,11 @@ from harness.cli.options import (
     remeasure_policy,
     rule_of,
 )
-from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
 from harness.errors import HarnessError, counted
+from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 if TYPE_CHECKING:
-    from harness.compare.rule import Rule
+    from harness.verdict.rule import Rule
 
 
 def _launch_gap(value: str | None) -> str | None:

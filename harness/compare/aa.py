@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.process_noise import aa_delta_pct, case_sigma, family_noise
-from harness.compare.rule import Rule
 from harness.errors import HarnessError, counted
 from harness.results.gpu import gpu_name, gpu_uuid, rows_on_other_gpus, several_gpus
+from harness.verdict.process_noise import aa_delta_pct, case_sigma, family_noise
+from harness.verdict.rule import Rule
 
 #: what an A/A must share with golden, by its sidecar: (what, how to read it from an env dict)
 SAME_AS_GOLDEN = (
@@ -123,9 +123,9 @@ def aa_record(
     """What the comparison's ``.meta.json`` keeps as ``process_noise``: the A/A file (path, SHA-256), the cases
     it widened and the judged cases it could not (``not_in_aa``), and per kernel its A/A cases, median |Δ_AA|,
     σ_p and the verdicts made ambiguous by it (``ambiguous``)."""
-    from harness.compare.confidence import JUDGED
-    from harness.compare.rule import VERDICTS
     from harness.fsutil import file_sha256
+    from harness.verdict.confidence import JUDGED
+    from harness.verdict.rule import VERDICTS
 
     judged = np.isin(pd.Categorical(table["verdict"], categories=list(VERDICTS)).codes, JUDGED)
     kernels = table["kernel"].astype(str)

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.rule import Rule
 from harness.errors import HarnessError
 from harness.fsutil import file_sha256
 from harness.results.gpu import gpu_name, gpu_uuid, several_gpus
+from harness.verdict.rule import Rule
 
 CALIBRATION_COLUMNS = (
     "kernel",

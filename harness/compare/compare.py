@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, assess, may_regress
 from harness.compare.notes import (
     SAME_GPU_WHY,
     UNCONFIRMED,
@@ -24,12 +23,13 @@ from harness.compare.notes import (
     remeasured_under,
     same_triton,
 )
-from harness.compare.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
 from harness.errors import HarnessError, counted
 from harness.results.fastread import blank
 from harness.results.gpu import rows_on_other_gpus
 from harness.results.load import case_key, load_results, params_of
 from harness.results.schema import STATUSES, TIMED_STATUSES
+from harness.verdict.confidence import CONFIDENCE, assess, may_regress
+from harness.verdict.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
 
 COMPARE_COLUMNS = (
     "kernel",
@@ -218,7 +218,7 @@ def rep_column(df: pd.DataFrame) -> Any:
     cell holds any."""
     if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
         return None
-    from harness.compare.reps import Column
+    from harness.verdict.reps import Column
 
     return Column(_arrow_column(df["rep_times_us"]))
 
@@ -331,7 +331,7 @@ def _labelled_evidence(
     where either file labels none (a file of one process: judged by its reps alone, confidence.assess)."""
     if not all("rep_procs" in df.columns and _holds_text(df["rep_procs"]) for df in (j.golden, j.tot)):
         return None
-    from harness.compare.confirm import Side, judge
+    from harness.verdict.confirm import Side, judge
 
     sides = [
         Side.parse(_col(df, "rep_times_us", rows).tolist(), _col(df, "rep_procs", rows).tolist())
@@ -359,8 +359,8 @@ def _evidence(
         clocks = tuple(_col(df, "sm_clock_mhz", rows, np.nan, copy=False) for df, rows in taken)
     ev = assess(gu, tu, vcode, rule, rep_texts, clocks, process_pct)
     if labelled is not None:
-        from harness.compare.confidence import clock_explains
-        from harness.compare.confirm import overlay
+        from harness.verdict.confidence import clock_explains
+        from harness.verdict.confirm import overlay
 
         moved = clock_explains(gu, tu, *clocks, vcode, rule) if clocks is not None else np.zeros(len(vcode), bool)
         ev["confidence"] = overlay(ev["confidence"], labelled, moved)
@@ -455,7 +455,7 @@ def _notes(
     _unstable_notes(j, add)
     flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
     if labelled is not None:
-        from harness.compare.confirm import note
+        from harness.verdict.confirm import note
 
         for i in np.flatnonzero(labelled["unconfirmed"]):
             add(int(i), note(VERDICTS[vcode[i]], float(labelled["first_pct"][i]), float(labelled["again_pct"][i])))
@@ -497,7 +497,7 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
     g, t = j.golden, j.tot
     gc, tc = j.reps("golden"), j.reps("tot")
     if gc is not None and tc is not None:  # else no case has rep times a side (overlap_note needs both)
-        from harness.compare.reps import overlapping
+        from harness.verdict.reps import overlapping
 
         g_reps, t_reps = gc.at(j.gi[flagged]), tc.at(j.ti[flagged])
         both = (g_reps.lengths() > 2) & (t_reps.lengths() > 2)  # bytes: over 2 where characters are

@@ -8,9 +8,9 @@ import math
 
 import pandas as pd
 
-from harness.compare.rule import Rule, is_verdict
 from harness.results import identity
 from harness.results.gpu import gpu_name, gpu_uuid, several_gpus
+from harness.verdict.rule import Rule, is_verdict
 
 
 def first_line(error: str, limit: int = 300) -> str:

@@ -14,10 +14,10 @@ import pandas as pd
 
 from harness.compare.compare import Comparison
 from harness.compare.paths import meta_path
-from harness.compare.rule import VERDICTS, Rule, verdict_codes
 from harness.errors import HarnessError
 from harness.fsutil import atomic_write, write_text
 from harness.results import integrity, v1
+from harness.verdict.rule import VERDICTS, Rule, verdict_codes
 
 
 def locate_results(named: str, compare_csv: str | os.PathLike[str]) -> Path | None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.compare.rule import Rule, timed_verdicts
 from harness.history.queries import SERIES, timed
+from harness.verdict.rule import Rule, timed_verdicts
 
 #: the least noise a series is assumed to have (log units: 0.5 %): timers and placement are never quieter
 NOISE_FLOOR = 0.005

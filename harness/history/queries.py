@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.compare.rule import BLOCKING
 from harness.errors import HarnessError
 from harness.history.schema import annotations, calibration_cases, calibrations, comparisons, results, runs, verdicts
 from harness.results.gpu import uuid_text
 from harness.results.schema import TIMED_STATUSES
+from harness.verdict.rule import BLOCKING
 
 #: what identifies a series of one stack on one GPU model (change points are found per case within one)
 SERIES = ["env_name", "gpu_name"]

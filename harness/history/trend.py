@@ -11,13 +11,13 @@ import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 
-from harness.compare.rule import Rule
 from harness.errors import HarnessError
 from harness.history import queries as q
 from harness.history.changepoints import MIN_POINTS, index_steps, series_steps
 from harness.history.render import Col, print_table, short_gpu, styled_verdict, text_or, when
 from harness.render.terminal import print_lines
 from harness.render.vocabulary import regressions
+from harness.verdict.rule import Rule
 
 Shown = tuple[pd.DataFrame, Callable[[Console], None]]
 

@@ -15,11 +15,11 @@ import pandas as pd
 from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
-from harness.compare.rule import ATTENTION, BLOCKING
 from harness.errors import counted
 from harness.render.envinfo import side_by_side
 from harness.render.vocabulary import MARKDOWN_MARKER as MARKER
 from harness.render.vocabulary import regressions
+from harness.verdict.rule import ATTENTION, BLOCKING
 
 GITHUB_LIMIT = 65_536
 #: columns of the case tables besides kernel, case and the times: the case id already names the parameters
@@ -71,7 +71,7 @@ def _rows(df: pd.DataFrame, with_note: bool) -> Iterator[str]:
 
 
 def _interval(lo: object, hi: object) -> str:
-    """The 95 % interval of Δ% (compare/confidence.py), '' without one."""
+    """The 95 % interval of Δ% (verdict/confidence.py), '' without one."""
     if not isinstance(lo, float) or not isinstance(hi, float) or pd.isna(lo) or pd.isna(hi):
         return ""
     return f"{lo:+.1f} … {hi:+.1f}"

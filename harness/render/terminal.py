@@ -22,10 +22,10 @@ from rich.text import Text
 from harness.compare.aa import process_lines
 from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
-from harness.compare.rule import BLOCKING, VERDICTS, is_verdict
 from harness.errors import counted
 from harness.render.envinfo import one_line
 from harness.render.vocabulary import LOOKS, case_label, regressions
+from harness.verdict.rule import BLOCKING, VERDICTS, is_verdict
 
 STYLE = {v: look.style for v, look in LOOKS.items()}
 #: column headings of the per-kernel table: short words, so all twelve fit 80 columns (two lines of heading)
@@ -106,7 +106,7 @@ def print_lines(con: Console, heading: str, lines: list[str], style: str = "") -
 
 def headline(counts: dict[str, int], ambiguous: dict[str, int] | None = None) -> str:
     """One line: the blocking findings, then what needs a look without blocking. ``ambiguous``: per verdict, the
-    cases whose 95 % interval straddles a limit (compare/confidence.py)."""
+    cases whose 95 % interval straddles a limit (verdict/confidence.py)."""
     reg, fail = counts["regression"], counts["failed_in_tot"]
     amb = ambiguous or {}
     parts = [

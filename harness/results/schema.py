@@ -21,7 +21,7 @@ REQUIRED = ("kernel", "case_id", "time_us", "status")
 MAX_WORLD_SIZE = 1_048_576
 #: ``rep_procs``: the worker process (epoch) that timed each rep. Epochs below this are the first pass (its reps
 #: split over several processes); each re-measuring pass after it is a fresh epoch from this number on, which
-#: compare reads as the confirmation of the first pass (run/schedule.py, compare/confirm.py)
+#: compare reads as the confirmation of the first pass (run/schedule.py, verdict/confirm.py)
 FIRST_EXTRA_EPOCH = 5
 #: the column order the runner writes
 COLUMNS = (

@@ -3,7 +3,7 @@
 Each such case is measured four ways in one interleaved run: golden with the config users had before the retune
 (``golden_old``), TOT with the config of the files as they stand before this change (``tot_old``), and both
 stacks with the new config (``golden_new``, ``tot_new``). Every comparison is AITER's rule
-(harness.compare.rule), applied as the compare stage applies it (the floor included: a case golden runs in under
+(harness.verdict.rule), applied as the compare stage applies it (the floor included: a case golden runs in under
 4 µs never counts):
 
 * golden with the new config is not slower than golden with the old (people still on golden lose nothing);
@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.compare.referee import decided_pairs
-from harness.compare.rule import Rule, verdict_of
 from harness.render.html import plain
+from harness.verdict.referee import decided_pairs
+from harness.verdict.rule import Rule, verdict_of
 
 #: the guard run's envs in order (retune.measure.ROLES) and the pairs judge() reads, (reference, new)
 GUARD_PAIRS = ((0, 2), (1, 3), (0, 1), (0, 3))
@@ -136,7 +136,7 @@ def decide(measured: list[Measured], rule: Rule) -> Decision:
 
 
 def guard_referee(rule: Rule) -> Callable[[Mapping[str, list[dict[str, Any]]]], set[str]]:
-    """The referee of a guard run (harness.run.remeasure): a case is decided when every comparison judge() makes
+    """The referee of a guard run (harness.verdict.remeasure): a case is decided when every comparison judge() makes
     of it is (golden old vs new, TOT old vs new, golden old vs TOT old and new), by the rule and the confidence
     interval as compare would see them."""
 

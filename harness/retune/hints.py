@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.compare.rule import Rule
 from harness.errors import HarnessError
 from harness.results.schema import TIMED_STATUSES
 from harness.retune.cache import Cache
 from harness.retune.search import SlotCase, Timing, score
 from harness.retune.space import config_key
+from harness.verdict.rule import Rule
 
 #: hinted configs per slot: as many as the golden check takes finalists
 PER_SLOT = 3

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.compare.referee import decided_pairs
-from harness.compare.rule import Rule
 from harness.envs.spec import EnvSpec
 from harness.fsutil import write_text
 from harness.inputs.suite import Case
@@ -31,6 +29,8 @@ from harness.retune.cache import EVIDENCE, Cache, Entry, Key, digest, make_key, 
 from harness.retune.guard import GUARD_PAIRS, Measured
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
+from harness.verdict.referee import decided_pairs
+from harness.verdict.rule import Rule
 
 #: the four measurements of a guard, in run order
 ROLES = ("golden_old", "tot_old", "golden_new", "tot_new")

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.compare.rule import Rule, verdict_of
 from harness.compare.store import load_compare
 from harness.errors import HarnessError, did_you_mean
 from harness.fsutil import write_text
@@ -44,6 +43,7 @@ from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
 from harness.run.runner import resolve_timing
 from harness.run.workers import WorkerPool
+from harness.verdict.rule import Rule, verdict_of
 
 #: the share of the budget the search may spend; the golden check and the guard get the rest
 SEARCH_SHARE = 0.6

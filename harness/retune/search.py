@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.compare.rule import Rule
 from harness.retune.guard import slower
 from harness.retune.space import Space, config_key, pattern_moves, single_moves, widening_moves, with_value
+from harness.verdict.rule import Rule
 
 #: (status, time in µs or None): what a timing lookup answers; None when the config was not timed on the case
 Timing = tuple[str, "float | None"]

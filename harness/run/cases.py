@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.inputs.suite import Case
 from harness.kernel_api.spec import ConfigLookup
-from harness.run import groupcheck, stability
+from harness.verdict import groupcheck, stability
 
 
 def worker_case(case: Case) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.envs.spec import EnvSpec
-from harness.run.groupcheck import halves_pct
 from harness.run.workers import WorkerDied, WorkerProc, WorkerTimeout
+from harness.verdict.groupcheck import halves_pct
 from harness.worker.group import NO_MULTICAST
 
 
@@ -145,7 +145,7 @@ def rank_times(answers: list[dict[str, Any]]) -> dict[str, Any]:
     """The rep's time and what it hides: each rank's time (its median) and the skew between them; the per-dispatch
     times are the slowest rank's. With every rank's launch-by-launch samples (lockstep timing: launch i ran on
     all GPUs together) the rep's time is the median over launches of the slowest rank's time of that launch — a
-    collective ends when its slowest rank does — and the A/A self-check of harness/run/groupcheck.py is taken
+    collective ends when its slowest rank does — and the A/A self-check of harness/verdict/groupcheck.py is taken
     on that series; else the slowest rank's median."""
     times = [float(a["time_us"]) for a in answers]
     slowest = max(range(len(times)), key=times.__getitem__)

@@ -13,9 +13,9 @@ from typing import Any
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
 from harness.results.schema import sidecar_path
-from harness.run import stability
 from harness.run.locks import resume_conflict
-from harness.run.remeasure import Remeasure
+from harness.verdict import stability
+from harness.verdict.remeasure import Remeasure
 
 
 @dataclass

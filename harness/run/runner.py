@@ -25,17 +25,18 @@ from harness.results import identity, integrity
 from harness.results.load import load_env, load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
-from harness.run import schedule, stability
+from harness.run import schedule
 from harness.run.cases import CaseState, group_problem, rejudged, result_row
 from harness.run.gpu_state import gpu_state
 from harness.run.group import WorkerGroup, visible
 from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
 from harness.run.precompile import precompile
-from harness.run.remeasure import CHECKPOINT, Board, pooled_time
 from harness.run.rocprof import read_traces
 from harness.run.sidecar import run_sidecar, smi_id, update_sidecar, write_sidecar
 from harness.run.workers import WorkerDied, WorkerPool, WorkerProc, WorkerTimeout, start_worker
+from harness.verdict import stability
+from harness.verdict.remeasure import CHECKPOINT, Board, pooled_time
 
 Progress = Callable[[str, int, int], None]
 

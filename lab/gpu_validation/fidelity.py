@@ -203,8 +203,8 @@ def report(a) -> None:
     import numpy as np
     import pandas as pd
 
-    from harness.compare.rule import Rule, timed_verdicts
     from harness.results.load import load_results
+    from harness.verdict.rule import Rule, timed_verdicts
 
     cases = json.loads(Path(a.cases).read_text())
     rows = []

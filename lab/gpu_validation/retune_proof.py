@@ -29,9 +29,9 @@ import json
 import sys
 from pathlib import Path
 
-from harness.compare.rule import Rule, verdict_of
 from harness.results.load import load_results
 from harness.retune.space import config_key
+from harness.verdict.rule import Rule, verdict_of
 
 STACKS = ("golden", "tot")
 

@@ -15,13 +15,13 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from harness.compare.rule import Rule
 from harness.compare.store import load_compare
 from harness.retune.cache import Cache
 from harness.retune.guard import slower
 from harness.retune.search import SlotCase
 from harness.retune.search import score as search_score
 from harness.retune.space import config_key
+from harness.verdict.rule import Rule
 
 
 def load(out: Path) -> tuple[dict, dict]:

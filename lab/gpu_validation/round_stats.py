@@ -1,6 +1,6 @@
 """A three-way run (golden, TOT, golden again) cut before its rows were written: the rule applied to each case's
 first rep as the journals hold it, per kernel and world size — A/A flags, golden-vs-TOT verdicts, rank skew and the
-A/A self-check (harness/run/groupcheck.py).
+A/A self-check (harness/verdict/groupcheck.py).
 
     python lab/gpu_validation/round_stats.py DIR    # DIR/{golden,tot,golden-aa}.journal.jsonl[.gz]
 

@@ -16,8 +16,8 @@ from harness.bisect.model import Plan, Stack
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare, write_compare
 from harness.envs.spec import load_env_spec
-from harness.run import stability
 from harness.run.options import RunOptions
+from harness.verdict import stability
 from tests.conftest import DATA
 
 SUITE = DATA / "bisect.yaml"

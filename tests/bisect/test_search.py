@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.bisect.search import SIDE, STATES, Measurement, Reading, Step, decide, history, lean, read
-from harness.compare.rule import Rule
+from harness.verdict.rule import Rule
 
 RULE = Rule()
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.calibrate.resolution import judge_pair, parse_slowdown, summarize
 from harness.compare.calibration import apply_calibration, unresolved_note
-from harness.compare.rule import Rule
+from harness.verdict.resolution import judge_pair, parse_slowdown, summarize
+from harness.verdict.rule import Rule
 
 RULE = Rule()
 

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.calibrate.resolution import judge_pair, summarize
 from harness.compare.calibration import (
     calibration_record,
     check_cases,
@@ -23,9 +22,10 @@ from harness.compare.calibration import (
     record_table,
     write_calibration,
 )
-from harness.compare.rule import Rule
 from harness.compare.store import load_compare
 from harness.errors import HarnessError
+from harness.verdict.resolution import judge_pair, summarize
+from harness.verdict.rule import Rule
 from tests.calibrate.test_resolution import results
 from tests.conftest import cli
 

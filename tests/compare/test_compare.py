@@ -49,7 +49,7 @@ def test_unstable_fail_mode():
 
 
 def test_rule_parameters_apply():
-    from harness.compare.rule import Rule
+    from harness.verdict.rule import Rule
 
     cmp = compare_files(G, T, Rule(rel=1.10, abs_us=0.0, min_golden_us=0.0))
     v = cmp.table.set_index(["kernel", "case_id"])["verdict"]

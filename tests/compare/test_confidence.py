@@ -1,4 +1,4 @@
-"""How sure a verdict is (harness/compare/confidence.py): the rule decides, the reps of both stacks say whether
+"""How sure a verdict is (harness/verdict/confidence.py): the rule decides, the reps of both stacks say whether
 the measurement could tell; a verdict whose 95 % interval straddles its limit is ambiguous, and the gates treat
 it as the user asked (--fail-on-regression: confident only; --fail-on-ambiguous: also what may regress)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from harness.compare.compare import compare_files
-from harness.compare.confidence import NOISE_FLOOR_PCT, evidence, may_regress, rep_stats, t975
-from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.verdict.confidence import NOISE_FLOOR_PCT, evidence, may_regress, rep_stats, t975
+from harness.verdict.rule import VERDICTS, Rule, timed_codes
 from tests.conftest import cli
 
 HEADER = "kernel,case_id,B,M,N,K,dtype,time_us,status,config,reps,rep_times_us,spread_pct,tflops,error\n"
@@ -108,7 +108,7 @@ def test_reps_the_stability_rule_did_not_bound_are_read_however_far_the_limit(tm
     """A row whose reps spread past the stability rule's 5 % (a re-measured case pools all its reps and stays
     `ok`: 7 reps spread 90 % in a stranger's run) is judged by its reps, not waved through as far from the limit;
     the referee of a re-measuring run judges it the same way."""
-    from harness.compare.referee import pair_decided
+    from harness.verdict.referee import pair_decided
 
     g, t = _files(tmp_path, {"far": [100.0, 100.1, 99.9]}, {"far": [150.0, 80.0, 115.0, 145.0, 85.0]})
     spread = 100 * (150 / 80 - 1)
@@ -126,7 +126,7 @@ def test_reps_the_stability_rule_did_not_bound_are_read_however_far_the_limit(tm
 def test_a_difference_that_does_not_hold_in_sm_cycles_is_not_confident():
     """nvbench's robust compare confirms a difference in cycles: TOT 3 % slower at a 3 % lower SM clock did the
     same work in the same cycles."""
-    from harness.compare.confidence import clock_explains
+    from harness.verdict.confidence import clock_explains
 
     g, t = np.array([1000.0, 1000.0]), np.array([1030.0, 1030.0])
     codes = timed_codes(g, t, Rule())

@@ -1,4 +1,4 @@
-"""Confident means confirmed (compare/confirm.py): the between-process spread of every case in its interval,
+"""Confident means confirmed (verdict/confirm.py): the between-process spread of every case in its interval,
 moderated by its kernel's, and a flag that must repeat in fresh processes; through compare on results files."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from harness.compare.compare import compare_files
-from harness.compare.confidence import CONFIDENCE
-from harness.compare.confirm import Side, judge
 from harness.compare.notes import UNCONFIRMED
-from harness.compare.rule import Rule, timed_codes
 from harness.results.schema import FIRST_EXTRA_EPOCH
 from harness.results.write import write_results
+from harness.verdict.confidence import CONFIDENCE
+from harness.verdict.confirm import Side, judge
+from harness.verdict.rule import Rule, timed_codes
 
 RULE = Rule()
 AGAIN = FIRST_EXTRA_EPOCH

@@ -1,4 +1,4 @@
-"""Process noise from an A/A of the same run (harness/compare/process_noise.py) and the interval it widens
+"""Process noise from an A/A of the same run (harness/verdict/process_noise.py) and the interval it widens
 (confidence.py): a kernel whose two golden processes disagree by more than its reps do cannot call a small
 difference confident; one whose processes agree keeps its verdicts; the verdicts themselves never change."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.compare.confidence import CONFIDENCE, Z95, assess, evidence, rep_stats, widened
-from harness.compare.process_noise import MAD_NORMAL, aa_delta_pct, case_sigma, family_noise
-from harness.compare.rule import VERDICTS, Rule, timed_codes
+from harness.verdict.confidence import CONFIDENCE, Z95, assess, evidence, rep_stats, widened
+from harness.verdict.process_noise import MAD_NORMAL, aa_delta_pct, case_sigma, family_noise
+from harness.verdict.rule import VERDICTS, Rule, timed_codes
 
 
 def _frame(rows: list[tuple[str, str, float, str]]) -> pd.DataFrame:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, evidence, rep_stats
-from harness.compare.referee import pair_decided, rule_referee
-from harness.compare.rule import Rule, timed_codes
 from harness.retune.guard import guard_referee
+from harness.verdict.confidence import CONFIDENCE, evidence, rep_stats
+from harness.verdict.referee import pair_decided, rule_referee
+from harness.verdict.rule import Rule, timed_codes
 
 RULE = Rule()
 

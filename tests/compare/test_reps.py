@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from harness.compare import compare as C
-from harness.compare.confidence import evidence, rep_stats
 from harness.compare.notes import clock_note, overlap_note
-from harness.compare.reps import Column, overlapping, parse_plain
+from harness.verdict.confidence import evidence, rep_stats
+from harness.verdict.reps import Column, overlapping, parse_plain
 
 #: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
 pytestmark = [
@@ -124,7 +124,7 @@ def test_plain_values_are_pythons():
 
 
 def test_large_batch_without_odd_cells_takes_no_python_parse(monkeypatch):
-    from harness.compare import reps
+    from harness.verdict import reps
 
     def refuse(*_a, **_k):
         raise AssertionError("parsed in Python")
@@ -254,7 +254,7 @@ def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
 
 
 def test_moments_bit_for_bit():
-    from harness.compare.reps import _moments, figures
+    from harness.verdict.reps import _moments, figures
 
     rng = np.random.default_rng(11)
     for _ in range(50):
@@ -269,7 +269,7 @@ def test_moments_bit_for_bit():
 
 @pytest.mark.parametrize("batch", [65536, 7, 120])
 def test_cells_at_rows_as_the_cells_taken(monkeypatch, batch):
-    from harness.compare import reps
+    from harness.verdict import reps
 
     monkeypatch.setattr(reps, "BATCH", batch)  # chunks joined, chunks sliced
     rng = np.random.default_rng(2)
@@ -313,8 +313,8 @@ def test_stats_where_as_assess_scattered_them():
 
 @pytest.mark.parametrize("process", [False, True])
 def test_evidence_in_halves_is_the_whole(monkeypatch, process):
-    from harness.compare import confidence
-    from harness.compare.rule import Rule
+    from harness.verdict import confidence
+    from harness.verdict.rule import Rule
 
     monkeypatch.setattr(confidence, "HALVES", 1000)
     calls = []

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.compare.rule import EDGE_RTOL, VERDICTS, Rule, timed_verdicts, verdicts
+from harness.verdict.rule import EDGE_RTOL, VERDICTS, Rule, timed_verdicts, verdicts
 
 RULE = Rule()
 times = st.floats(min_value=1e-3, max_value=1e7, allow_nan=False, allow_infinity=False)
@@ -203,7 +203,7 @@ def test_skip_flags_never_change_timed_or_failed_verdicts(rows):
 
 
 def test_skips_do_not_block_and_the_vocabulary_is_one():
-    from harness.compare.rule import ATTENTION, BLOCKING, SKIPPED
+    from harness.verdict.rule import ATTENTION, BLOCKING, SKIPPED
 
     assert len(set(VERDICTS)) == len(VERDICTS)
     assert set(BLOCKING) | set(SKIPPED) | set(ATTENTION) <= set(VERDICTS)
@@ -215,7 +215,7 @@ def test_skips_do_not_block_and_the_vocabulary_is_one():
 def test_the_rule_in_percent_terms_agrees_with_the_rule():
     import numpy as np
 
-    from harness.compare.rule import Rule, timed_verdicts
+    from harness.verdict.rule import Rule, timed_verdicts
 
     rule, g = Rule(), np.array([10.0, 100.0, 2000.0])
     reg, imp = rule.limits_pct(g)

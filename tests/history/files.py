@@ -72,8 +72,8 @@ def results_file(
 def compare_file(golden: Path, tot: Path, out: Path) -> Path:
     """``harness compare GOLDEN TOT --out OUT`` (the real compare stage)."""
     from harness.compare.compare import compare_files
-    from harness.compare.rule import Rule
     from harness.compare.store import write_compare
+    from harness.verdict.rule import Rule
 
     write_compare(compare_files(golden, tot, Rule()), out)
     return out

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from harness.calibrate.resolution import judge_pair, summarize
 from harness.compare.calibration import write_calibration
-from harness.compare.rule import Rule
 from harness.history.schema import calibration_cases, calibrations
 from harness.history.store import History
+from harness.verdict.resolution import judge_pair, summarize
+from harness.verdict.rule import Rule
 from tests.calibrate.test_resolution import results
 from tests.history.test_cli import cli
 

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from harness.compare.rule import Rule
 from harness.history.changepoints import change_points, index_steps, judged, own_noise, segments, series_steps
+from harness.verdict.rule import Rule
 
 
 def _noisy(n: int, seed: int, sd: float = 0.003) -> np.ndarray:

@@ -32,7 +32,7 @@ def test_markdown_truncates_under_github_limit():
         }
     )
     from harness.compare.compare import Comparison, compare_frames
-    from harness.compare.rule import Rule
+    from harness.verdict.rule import Rule
 
     g = t.rename(columns={"golden_us": "time_us"}).drop(columns="tot_us").assign(status="ok")
     tt = t.rename(columns={"tot_us": "time_us"}).drop(columns="golden_us").assign(status="ok")

@@ -172,7 +172,7 @@ def test_run_summary_lists_failed_cases_under_the_counts(write):
 
 
 def test_every_verdict_has_a_style_and_a_heading():
-    from harness.compare.rule import VERDICTS
     from harness.render.terminal import SHORT, STYLE
+    from harness.verdict.rule import VERDICTS
 
     assert set(STYLE) == set(VERDICTS) == set(SHORT)

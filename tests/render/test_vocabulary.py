@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.compare.rule import VERDICTS
 from harness.publish.sheets import VERDICT_COLORS
 from harness.render.terminal import SHORT, STYLE
 from harness.render.vocabulary import LOOKS, STACKS, case_label, rgb, stack_labels
 from harness.report.plots import VERDICT_COLORS as PLOT_COLORS
+from harness.verdict.rule import VERDICTS
 
 
 def test_every_verdict_has_one_look_used_everywhere():

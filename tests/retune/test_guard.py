@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.compare.rule import Rule
 from harness.retune.guard import Measured, decide, judge, slower
+from harness.verdict.rule import Rule
 
 RULE = Rule()  # AITER's: ignore golden < 4 µs; regression iff tot > 1.005 x golden + 0.5 µs
 

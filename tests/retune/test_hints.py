@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.compare.rule import Rule
 from harness.errors import HarnessError
 from harness.retune.cache import Cache, Entry, make_key
 from harness.retune.hints import cache_file, load_hints
 from harness.retune.search import SlotCase, SlotSearch
 from harness.retune.space import Space
+from harness.verdict.rule import Rule
 
 RULE = Rule()
 SPACE = Space({"BN": (16, 32, 64, 128), "W": (1, 2, 4)})

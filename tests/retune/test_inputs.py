@@ -7,8 +7,8 @@ import json
 import pandas as pd
 
 from harness.compare.compare import Comparison
-from harness.compare.rule import Rule
 from harness.retune.inputs import case_infos, family_configs, kernel_sources, load_kernels, snapshot, suite_values
+from harness.verdict.rule import Rule
 from tests.conftest import DATA
 
 TOY = str(DATA / "retune_kernel.py")

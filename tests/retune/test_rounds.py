@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.compare.rule import Rule
 from harness.retune.guard import Measured
 from harness.retune.inputs import CaseInfo
 from harness.retune.measure import Cost
 from harness.retune.placement import Lookup, resolve
 from harness.retune.retune import Options, Retune, Slot
+from harness.verdict.rule import Rule
 
 OLD, NEW = {"BM": 128}, {"BM": 64}
 DEFAULT = '{\n  "any": {"BM": 128}\n}\n'

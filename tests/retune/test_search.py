@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.compare.rule import Rule
 from harness.retune.search import SlotCase, SlotSearch
 from harness.retune.space import Space, config_key
+from harness.verdict.rule import Rule
 
 RULE = Rule()
 SPACE = Space({"BN": (16, 32, 64, 128), "W": (1, 2, 4)})

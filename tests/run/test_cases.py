@@ -40,7 +40,7 @@ def test_telemetry_columns_and_their_csv_round_trip():
 def test_a_case_is_sent_resolved_and_becomes_a_version_2_row():
     from harness.inputs.suite import load_suite
     from harness.run.cases import CaseState, result_row, worker_case
-    from harness.run.stability import decide
+    from harness.verdict.stability import decide
     from tests.conftest import ROOT
 
     cases = {c.key: c for c in load_suite(ROOT / "suites" / "ci.yaml")}

@@ -1,4 +1,4 @@
-"""The guard on multi-GPU times (harness/run/groupcheck.py): ranks that disagree, or a rep that cannot tell itself
+"""The guard on multi-GPU times (harness/verdict/groupcheck.py): ranks that disagree, or a rep that cannot tell itself
 from itself, make the case unstable with the reason; agreeing ranks pass."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.run.cases import CaseState, group_problem, rejudged
-from harness.run.groupcheck import MAX_SKEW_PCT, SELF_CHECK_PCT, halves_pct, refused
-from harness.run.groupcheck import group_problem as problem
+from harness.verdict.groupcheck import MAX_SKEW_PCT, SELF_CHECK_PCT, halves_pct, refused
+from harness.verdict.groupcheck import group_problem as problem
 
 
 def test_halves_compare_the_even_and_the_odd_launches():

@@ -34,7 +34,7 @@ def _run(tmp_path, monkeypatch, processes: int):
     from harness.inputs.suite import load_suite
     from harness.run.interleave import run_interleaved
     from harness.run.options import RunOptions
-    from harness.run.remeasure import Budget, Remeasure
+    from harness.verdict.remeasure import Budget, Remeasure
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     suite = tmp_path / "s.yaml"
@@ -80,7 +80,7 @@ def test_passes_after_the_confirming_one_stop_at_the_time_share(tmp_path, monkey
     from harness.inputs.suite import load_suite
     from harness.run.interleave import run_interleaved
     from harness.run.options import RunOptions
-    from harness.run.remeasure import Budget, Remeasure
+    from harness.verdict.remeasure import Budget, Remeasure
 
     monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
     suite = tmp_path / "s.yaml"

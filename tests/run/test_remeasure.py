@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness.results.load import load_results
-from harness.run.remeasure import Board, Budget, next_targets, pooled_time
+from harness.verdict.remeasure import Board, Budget, next_targets, pooled_time
 from tests.conftest import DATA, ROOT
 
 # -- the policy ----------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def setup(tmp_path, monkeypatch):
 def _run(setup, referee, budget=Budget(extra_reps=6, step=2, share=100.0), resume=False):
     from harness.run.interleave import run_interleaved
     from harness.run.options import RunOptions
-    from harness.run.remeasure import Remeasure
+    from harness.verdict.remeasure import Remeasure
 
     spec, cases, a, b, _ = setup
     # one process an env: the passes' mechanics (targets, budget, pooling, resume) in the method of before;

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.run.stability import decide
+from harness.verdict.stability import decide
 
 
 def test_needs_three():

@@ -4,7 +4,7 @@ each or the budget is spent. Pure: the policy and the arithmetic of targets and 
 (:mod:`harness.run.runner`) and the interleaving driver (:mod:`harness.run.interleave`) do the measuring.
 
 The run stage does not know the rule: the referee is a callable the caller injects (``harness run`` builds one
-from :mod:`harness.compare.referee`), given a case's results row under each env (golden first), answering
+from :mod:`harness.verdict.referee`), given a case's results row under each env (golden first), answering
 whether the comparison is decided. Nothing measured is discarded: extra reps are appended to the case's reps
 (and journaled like any other), and a re-measured case's time is the mean of all its reps, the estimator the
 confidence interval is built around (docs/verdicts.md).
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.run import groupcheck
+from harness.verdict import groupcheck
 
 #: the key a run yields when it waits for the referee (case keys are never empty)
 CHECKPOINT = ""

@@ -1,4 +1,4 @@
-"""AITER's rule's parameters (ROCm/aiter#3283): :class:`harness.compare.rule.Rule`'s defaults, in a module without
+"""AITER's rule's parameters (ROCm/aiter#3283): :class:`harness.verdict.rule.Rule`'s defaults, in a module without
 numpy, so that the command line (harness/cli/options.py) shows them as the defaults of ``--rel``, ``--abs-us`` and
 ``--min-golden-us`` without loading the compare stage."""
 

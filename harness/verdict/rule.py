@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare.defaults import ABS_US, MIN_GOLDEN_US, REL
+from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 VERDICTS = (
     "regression",

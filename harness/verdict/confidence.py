@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.compare.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values, stats_of
-from harness.compare.rule import VERDICTS, Rule
+from harness.verdict.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values, stats_of
+from harness.verdict.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
 #: the verdict codes of a timed comparison, the only ones a confidence is judged for

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, JUDGED, NOISE_FLOOR_PCT, Z95, t975
-from harness.compare.rule import VERDICTS, Rule, timed_codes
 from harness.results.schema import FIRST_EXTRA_EPOCH
+from harness.verdict.confidence import CONFIDENCE, JUDGED, NOISE_FLOOR_PCT, Z95, t975
+from harness.verdict.rule import VERDICTS, Rule, timed_codes
 
 #: degrees of freedom of the family's prior on a case's between-process variance (limma's d0)
 PRIOR_DF = 4.0

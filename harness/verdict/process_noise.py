@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.compare.rule import Rule
+from harness.verdict.rule import Rule
 
 #: the median of |x| for x ~ N(0, 1): median(|Δ|) / MAD_NORMAL estimates σ of a zero-mean normal
 MAD_NORMAL = 0.6745

@@ -1,4 +1,4 @@
-"""The referee a re-measuring run is given (harness.run.remeasure): the rule, confidence.py and confirm.py judge the
+"""The referee a re-measuring run is given (harness.verdict.remeasure): the rule, confidence.py and confirm.py judge the
 cases' rows under each env the way ``harness compare`` will judge the files, and say which are decided. Golden is
 the first env; every other env is compared with it (bisect runs several), and a case is decided when every
 comparison is. Judged all at once, so that a case's between-process spread is moderated by its kernel's, as
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.compare.confidence import CONFIDENCE, assess, clock_explains
-from harness.compare.confirm import Side, judge, overlay
-from harness.compare.rule import Rule, timed_codes
 from harness.results.schema import TIMED_STATUSES
+from harness.verdict.confidence import CONFIDENCE, assess, clock_explains
+from harness.verdict.confirm import Side, judge, overlay
+from harness.verdict.rule import Rule, timed_codes
 
 #: a case's key → its results row under each env of the run, golden first → the keys decided
 Referee = Callable[[Mapping[str, list[dict[str, Any]]]], set[str]]

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.compare.confidence import CONFIDENCE, evidence, rep_stats
-from harness.compare.rule import VERDICTS, Rule, timed_codes
 from harness.results.schema import TIMED_STATUSES
+from harness.verdict.confidence import CONFIDENCE, evidence, rep_stats
+from harness.verdict.rule import VERDICTS, Rule, timed_codes
 
 #: the slowdowns a calibration injects unless told otherwise: the earlier probe's 2 and 8 µs, 1 %, the rule's slack
 DEFAULT_SLOWDOWNS = ("2us", "8us", "1%", "limit")
@@ -97,7 +97,7 @@ def _labelled(
     m: pd.DataFrame, g: np.ndarray, t: np.ndarray, code: np.ndarray, rule: Rule, ev: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """``ev`` with confirm.judge's figures where both rows label their reps by process (the rest keep theirs)."""
-    from harness.compare.confirm import Side, judge
+    from harness.verdict.confirm import Side, judge
 
     def cells(name: str) -> list[str]:
         return m[name].fillna("").astype(str).tolist()
