@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -392,7 +392,7 @@ def _refereed(opts: RunOptions, rule: Rule) -> Remeasure | None:
     the first env of every round, as search.read reads them."""
     if opts.remeasure is None:
         return None
-    return replace(opts.remeasure, referee=rule_referee(rule), rule=asdict(rule))
+    return replace(opts.remeasure, referee=rule_referee(rule), rule=rule.record())
 
 
 def run_rounds(plan: Plan, driver: Driver, log: Callable[[str], None] = print) -> Outcome:

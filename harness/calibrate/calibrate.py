@@ -108,7 +108,7 @@ def _meta(plan: Plan, env: dict[str, Any]) -> dict[str, Any]:
         "gpu": env.get("gpu"),
         "host": env.get("host"),
         "timing": env.get("timing"),
-        "rule": {"rel": plan.rule.rel, "abs_us": plan.rule.abs_us, "min_golden_us": plan.rule.min_golden_us},
+        "rule": plan.rule.record(),
         "slowdowns": [s.label for s in plan.slowdowns],
         "repeats": plan.repeats,
         "reps": plan.opts.reps,

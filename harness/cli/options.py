@@ -177,11 +177,10 @@ def remeasure_policy(on: bool, extra_reps: int, share: float, rule: Rule | None 
     another limit than its own."""
     if not on:
         return None
-    from dataclasses import asdict
 
     from harness.verdict.referee import rule_referee
     from harness.verdict.remeasure import Budget, Remeasure
     from harness.verdict.rule import Rule
 
     rule = rule or Rule()
-    return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=asdict(rule))
+    return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=rule.record())

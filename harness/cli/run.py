@@ -45,7 +45,7 @@ from harness.cli.options import (
     rule_of,
 )
 from harness.errors import HarnessError, counted
-from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
+from harness.verdict.defaults import ABS_US, EXTRA_REPS, MIN_GOLDEN_US, REL, SHARE
 
 if TYPE_CHECKING:
     from harness.verdict.rule import Rule
@@ -83,8 +83,8 @@ def run(
     with_env: WithEnv = None,
     with_out: WithOut = None,
     remeasure: RemeasureOn = True,
-    remeasure_reps: RemeasureReps = 12,
-    remeasure_time: RemeasureShare = 0.3,
+    remeasure_reps: RemeasureReps = EXTRA_REPS,
+    remeasure_time: RemeasureShare = SHARE,
     rel: RuleRel = REL,
     abs_us: RuleAbsUs = ABS_US,
     min_golden_us: RuleMinGoldenUs = MIN_GOLDEN_US,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -132,7 +132,7 @@ class Comparison:
 
     def meta(self) -> dict[str, Any]:
         return {
-            "rule": asdict(self.rule),
+            "rule": self.rule.record(),
             "golden": {"path": self.golden_path, "env": self.golden_env},
             "tot": {"path": self.tot_path, "env": self.tot_env},
             "counts": self.counts(),

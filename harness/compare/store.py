@@ -130,7 +130,10 @@ def load_compare(path: str | os.PathLike[str]) -> Comparison:
     meta_p = meta_path(p)
     meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
     integrity.check(p, meta, len(table), meta_p)
-    rule = Rule(**meta.get("rule", {}))
+    try:
+        rule = Rule.read(meta.get("rule"))
+    except ValueError as err:  # an edited or foreign meta.json: one line naming it
+        raise HarnessError(f"{meta_p}: rule: {err}") from None
     calibration = meta.get("calibration") or {}
     if isinstance(calibration, str):  # written before the record: the path --calibration named
         calibration = {"path": calibration, "source": "--calibration"}

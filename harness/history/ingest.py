@@ -237,7 +237,7 @@ def comparison_record(
     times = [t for t in (parse_when(genv.get("captured_at")), parse_when(tenv.get("captured_at"))) if t]
     counts = cmp.counts()
     meta = {
-        "rule": {"rel": cmp.rule.rel, "abs_us": cmp.rule.abs_us, "min_golden_us": cmp.rule.min_golden_us},
+        "rule": cmp.rule.record(),
         "golden": {"path": cmp.golden_path, "env": _without_kernels(genv)},
         "tot": {"path": cmp.tot_path, "env": _without_kernels(tenv)},
     }

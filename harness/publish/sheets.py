@@ -19,7 +19,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +137,7 @@ def summary_rows(cmp: Comparison, title: str, left_out: int, cases_sheet: str) -
     rows += [[], ["", "golden", "TOT"], ["results file", cmp.golden_path, cmp.tot_path]]
     rows += [[label, g, t] for label, g, t in envs]
     rows += [[], ["rule", cmp.rule.describe()]]
-    rows += [[f"rule.{k}", v] for k, v in asdict(cmp.rule).items()]
+    rows += [[f"rule.{k}", v] for k, v in cmp.rule.record().items()]
     return rows
 
 

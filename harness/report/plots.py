@@ -18,6 +18,7 @@ from harness.render.vocabulary import LOOKS
 from harness.report.data import Run, params_frame, timed
 from harness.report.peaks import kernel_ceiling
 from harness.results.cells import joined
+from harness.verdict.rule import Rule
 
 #: plot colours of the verdicts a delta plot shows
 VERDICT_COLORS = {
@@ -58,7 +59,8 @@ def plot_delta(cmp_table: pd.DataFrame, rule: dict[str, float]) -> bytes:
     t["ratio"] = t["tot_us"] / t["golden_us"]
     t["work"] = t["flops"] if "flops" in t.columns else np.nan
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), sharey=True)
-    rel, abs_us, floor = rule.get("rel", 1.005), rule.get("abs_us", 0.5), rule.get("min_golden_us", 4.0)
+    r = Rule.read(rule)  # the comparison's own rule, its defaults where it saved none
+    rel, abs_us, floor = r.rel, r.abs_us, r.min_golden_us
     for ax, x, xlabel in ((axes[0], "work", "work (FLOPs)"), (axes[1], "golden_us", "golden time (µs)")):
         for verdict, color in VERDICT_COLORS.items():
             d = t[t["verdict"] == verdict]
@@ -70,8 +72,9 @@ def plot_delta(cmp_table: pd.DataFrame, rule: dict[str, float]) -> bytes:
         ax.grid(True, which="both", alpha=0.25)
     if len(t):
         xs = np.geomspace(max(floor, t["golden_us"].min() * 0.8), t["golden_us"].max() * 1.2, 200)
-        axes[1].plot(xs, rel + abs_us / xs, color="#d62728", lw=1, ls="--", label="regression limit")
-        axes[1].plot(xs, 1 / (rel + abs_us / xs), color="#2ca02c", lw=1, ls="--", label="improvement limit")
+        up, down = r.limits_pct(xs)  # the rule's own arithmetic, as a ratio
+        axes[1].plot(xs, 1 + up / 100, color="#d62728", lw=1, ls="--", label="regression limit")
+        axes[1].plot(xs, 1 + down / 100, color="#2ca02c", lw=1, ls="--", label="improvement limit")
         axes[1].axvspan(t["golden_us"].min() * 0.8, floor, color="#eeeeee", zorder=0, label=f"ignored (< {floor:g} µs)")
     axes[0].axhline(rel, color="#d62728", lw=0.8, ls=":", label=f"×{rel:g} (+{abs_us:g} µs not shown)")
     axes[0].set_ylabel("TOT / golden time")

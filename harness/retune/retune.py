@@ -194,7 +194,7 @@ class Retune:
         cache = Cache(self.opts.out / "cache.jsonl")
         if run.remeasure is not None:  # the guard's own pairs decide whether a case needs more reps
             run = replace(
-                run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule), rule=asdict(self.rule))
+                run, remeasure=replace(run.remeasure, referee=guard_referee(self.rule), rule=self.rule.record())
             )
         self.measurer = Measurer(self.opts.out, stacks, cache, run, self.driver, self._cost_so_far())
         self.measurer.progress = self._save_cost

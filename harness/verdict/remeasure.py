@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.verdict import groupcheck
+from harness.verdict.defaults import EXTRA_REPS, SHARE
 
 #: the key a run yields when it waits for the referee (case keys are never empty)
 CHECKPOINT = ""
@@ -32,9 +33,9 @@ class Budget:
     stability rule's; ``step``: reps added per pass (even, so each env goes first as often: A B, B A);
     ``share``: the passes stop once they took this share of the wall time the run had taken before them."""
 
-    extra_reps: int = 12
+    extra_reps: int = EXTRA_REPS
     step: int = 2
-    share: float = 0.3
+    share: float = SHARE
 
     def __post_init__(self) -> None:
         if self.extra_reps < 0 or self.step < 1 or self.share < 0:

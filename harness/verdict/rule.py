@@ -7,7 +7,7 @@ regresses iff ``tot > rel * golden + abs_us``. Improvement is the mirror: ``gold
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,24 @@ class Rule:
             return 100.0 * (self.rel - 1.0) + 100.0 * self.abs_us / g, 100.0 * (
                 (g - self.abs_us) / (self.rel * g) - 1.0
             )
+
+    def record(self) -> dict[str, float]:
+        """The rule as every file saves it (compare's meta.json, a sidecar's ``remeasure.rule``, a calibration,
+        the history): its parameters by name."""
+        return asdict(self)
+
+    @classmethod
+    def read(cls, saved: Any) -> Rule:
+        """A saved rule back (:meth:`record`'s form); a parameter it lacks takes its default, one it does not know
+        is refused (ValueError naming it), and so is anything but a mapping."""
+        if saved is None:
+            return cls()
+        if not isinstance(saved, dict):
+            raise ValueError(f"a saved rule is a mapping of its parameters, got {type(saved).__name__}")
+        unknown = sorted(set(saved) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"a saved rule has unknown parameter {unknown[0]!r}")
+        return cls(**{k: float(v) for k, v in saved.items()})
 
     def describe(self) -> str:
         return (

@@ -224,3 +224,37 @@ def test_the_rule_in_percent_terms_agrees_with_the_rule():
     assert list(timed_verdicts(g, g * (1 + (reg - eps) / 100), rule)) == ["ok"] * 3
     assert list(timed_verdicts(g, g * (1 + (imp - eps) / 100), rule)) == ["improvement"] * 3
     assert list(timed_verdicts(g, g * (1 + (imp + eps) / 100), rule)) == ["ok"] * 3
+
+
+def test_the_rule_saves_and_reads_itself_and_refuses_what_is_not_a_rule():
+    import pytest
+
+    from harness.verdict.rule import Rule
+
+    r = Rule(rel=1.01, abs_us=0.25, min_golden_us=2.0)
+    assert Rule.read(r.record()) == r and r.record() == {"rel": 1.01, "abs_us": 0.25, "min_golden_us": 2.0}
+    assert Rule.read(None) == Rule() and Rule.read({"rel": 1.02}) == Rule(rel=1.02)  # the rest: its defaults
+    with pytest.raises(ValueError, match="unknown parameter 'slack'"):
+        Rule.read({"rel": 1.01, "slack": 1})
+    with pytest.raises(ValueError, match="a mapping"):
+        Rule.read([1.005, 0.5])
+
+
+def test_a_comparison_whose_saved_rule_is_not_one_is_refused_in_one_line(tmp_path, capsys):
+    import json
+    import shutil
+
+    from tests.conftest import DATA, cli
+
+    for name in ("golden.csv", "tot.csv"):
+        shutil.copy(DATA / name, tmp_path / name)
+    assert cli(capsys, "compare", tmp_path / "golden.csv", tmp_path / "tot.csv", "--out", tmp_path / "c.csv")[0] in (
+        0,
+        1,
+    )
+    meta = tmp_path / "c.csv.meta.json"
+    m = json.loads(meta.read_text())
+    m["rule"]["slack"] = 2
+    meta.write_text(json.dumps(m))
+    code, _, err = cli(capsys, "agree", tmp_path / "c.csv", tmp_path / "c.csv")
+    assert code == 2 and err.count("\n") == 1 and "rule: a saved rule has unknown parameter 'slack'" in err, err
