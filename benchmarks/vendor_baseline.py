@@ -32,7 +32,7 @@ from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.kernel_api.configs import resolve  # noqa: E402
 from harness.worker.cases import load_kernel as import_kernel  # noqa: E402
 from harness.worker.timing import attribute_dispatches, kernel_events  # noqa: E402
-from kernels import _common as C  # noqa: E402
+from kernels import common as C  # noqa: E402
 
 FAMILIES = {
     "batched_gemm": (),

@@ -49,7 +49,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
 #: log2(e): the scores are scaled by log2(e)/sqrt(D) so the softmax can use exp2
 LOG2E = 1.4426950408889634

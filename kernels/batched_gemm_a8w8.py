@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, split_config
-from kernels import _common as C
+from kernels import common as C
 
 OUT_BYTES = {"bf16": 2, "fp16": 2}
 SPEC = KernelSpec(

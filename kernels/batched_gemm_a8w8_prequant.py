@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
 SPEC = KernelSpec(
     name="batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",

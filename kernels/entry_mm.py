@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from harness import REQUIRED, KernelSpec, Param, Plot, dim, dtype
-from kernels import _common as C
+from kernels import common as C
 from kernels._entry import ENTRY_ID, entry
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}

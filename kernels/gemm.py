@@ -7,8 +7,8 @@ fp8 GEMMs share one tiling, one split-K path and one persistent path (:func:`run
 Variants, chosen by config keys with the meanings kernels/batched_gemm_bf16.py gives them:
 
 - the pointer kernel: a program per output tile (and K split). ``GROUP_SIZE_M`` > 1 walks the tiles in groups of
-  that many tile rows (``_common._tile_ids``), so programs resident together share W's columns in L2.
-- ``NUM_KSPLIT: s``: K cut in s slices written as fp32 partials and summed by ``_common.splitk_reduce``. Decode
+  that many tile rows (``common._tile_ids``), so programs resident together share W's columns in L2.
+- ``NUM_KSPLIT: s``: K cut in s slices written as fp32 partials and summed by ``common.splitk_reduce``. Decode
   shapes (M <= 16) have only N / BLOCK_SIZE_N tiles (64 at N = 4096, BLOCK_SIZE_N = 64), fewer programs than an
   H100 has SMs (132), while all such a GEMM does is stream W.
 - ``PERSISTENT: n``: n programs per SM loop over the tiles with TMA loads and stores (Hopper+); the next tile's
@@ -24,9 +24,9 @@ and is promoted into fp32 with ordinary adds. Hopper's fp8 MMAs keep fewer accum
 that grows with K (a truncating 14-bit model of it gives ~1e-2 relative at K = 14336, the tolerance). The cost
 is a second accumulator tile in registers for the fp8 kernels.
 
-The ``_common`` helpers address batched (B, M, N) tensors; here every tensor is viewed as a batch of one
+The ``common`` helpers address batched (B, M, N) tensors; here every tensor is viewed as a batch of one
 (``unsqueeze(0)``), which is also what lets the persistent loop's tiles past the last one fall outside the
-descriptors (batch index 1), as ``_common._persistent_tile`` intends.
+descriptors (batch index 1), as ``common._persistent_tile`` intends.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
 #: config keys of both GEMM kernels besides the launch options
 GEMM_CONFIG_KEYS = (

@@ -60,7 +60,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
 #: element size of each dtype, in bytes (SPEC arithmetic; no torch here)
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2}

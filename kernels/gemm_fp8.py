@@ -2,7 +2,7 @@
 
 ``scaling: tensor``: one scale for X and one for W (per-tensor quantization); ``scaling: row``: one per row of X
 (per token) and one per row of W (per output channel). fp32 accumulation; the scales multiply the fp32 tile after
-the K loop. e4m3fn on NVIDIA and gfx950, e4m3fnuz on gfx942 (``_common.fp8_dtype``).
+the K loop. e4m3fn on NVIDIA and gfx950, e4m3fnuz on gfx942 (``common.fp8_dtype``).
 
 The kernels, variants and config keys are kernels/gemm.py's (``SCALES`` set to 1 or 2): the pointer kernel with
 grouped tile order and split-K (each K slice's partial is scaled, so their sum is), and the persistent TMA kernel
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim
-from kernels import _common as C
+from kernels import common as C
 from kernels.gemm import ROW_SCALES, TENSOR_SCALES, run_gemm
 
 #: bytes of the scales each scaling reads: two fp32 numbers, or M + N of them

@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 from kernels.rmsnorm import plan
 
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}

@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Param, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 #: flops counted per element: x·x and its sum (2), ·rstd and ·w (2); the per-row mean and rsqrt are left out

@@ -9,7 +9,7 @@ The op, as the seed times it (end to end = both dispatches; the harness sums an 
 dispatch's median, so the per-dispatch table shows each one's share):
 
 1. ``_scaled_mxfp4_quant_kernel`` ("encode"): X → packed e2m1 (M, K/2) + e8m0 scales (M, K/32), groups of 32 along
-   K, with ``_common._mxfp4_quant_tile``: bit for bit the rounding of the torch reference ``mxfp4_quantize``.
+   K, with ``common._mxfp4_quant_tile``: bit for bit the rounding of the torch reference ``mxfp4_quantize``.
    Memory-bound; its block is ``QUANT_BLOCK_M`` × ``QUANT_BLOCK_K`` with ``QUANT_NUM_WARPS`` warps.
 2. ``_scaled_mxfp4_gemm_kernel``: ``tl.dot_scaled(x, x_scale, "e2m1", w, w_scale, "e2m1")``, fp32 accumulation,
    bf16 (or fp16) out. Native scaled MFMA on gfx950 (CDNA4); on Hopper (sm90) and gfx942 Triton emulates it by
@@ -44,9 +44,9 @@ import triton
 import triton.language as tl
 
 from harness import ConfigLookup, KernelSpec, Plot, dim, dtype, split_config
-from kernels import _common as C
+from kernels import common as C
 
-GROUP = 32  # the MXFP4 group along K (kernels._common.MXFP4_GROUP; a literal here so SPEC needs no import)
+GROUP = 32  # the MXFP4 group along K (kernels.common.MXFP4_GROUP; a literal here so SPEC needs no import)
 
 
 def _bytes(p: dict[str, Any]) -> float:

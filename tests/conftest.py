@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-# the tests run on the CPU: Triton's interpreter, set before any test imports a kernel (kernels._common reads it
+# the tests run on the CPU: Triton's interpreter, set before any test imports a kernel (kernels.common reads it
 # once, at import); tests that compile for a real GPU target do it in a subprocess without it
 os.environ.setdefault("TRITON_INTERPRET", "1")
 

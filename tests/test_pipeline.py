@@ -62,7 +62,7 @@ def test_fp4_kernels_exact_under_triton_39_interpreter():
 import torch
 from harness.inputs.kernel import load_kernel
 from harness.worker.cases import load_kernel as import_kernel
-from kernels import _common as C
+from kernels import common as C
 from harness.kernel_api.configs import resolve
 load = lambda name: import_kernel(load_kernel(name).source, ".")
 full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")
@@ -100,7 +100,7 @@ def test_persistent_tma_kernels_under_triton_39_interpreter():
 import torch
 from harness.inputs.kernel import load_kernel
 from harness.worker.cases import load_kernel as import_kernel
-from kernels import _common as C
+from kernels import common as C
 from harness.kernel_api.configs import resolve
 load = lambda name: import_kernel(load_kernel(name).source, ".")
 full = lambda k, case: k.SPEC.case_params({n: v for n, v in case.items() if k.SPEC.param(n)}, "test")

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from kernels import _common as C
+from kernels import common as C
 from kernels import batched_gemm_a8w8_prequant as prequant
 from kernels.batched_gemm_a8w8_prequant import torch_group_quant
 

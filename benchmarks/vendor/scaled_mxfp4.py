@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from kernels import _common as C  # noqa: E402
+from kernels import common as C  # noqa: E402
 
 #: the seed's shape first (10000×16384×16384: K = 512 groups of 32), then the family's other largest shapes
 CASES: list[dict[str, Any]] = [

@@ -94,9 +94,9 @@ def fit_to_kernel(config: dict[str, Any], op: str, kernel: str) -> dict[str, Any
     launch options that the checkout's kernel ``kernel`` (in ``aiter.ops.triton._triton_kernels.gemm.batched.<op>``)
     does not take as an argument. Read from the kernel's own signature, so one adapter fits AITER's commits before
     and after a kernel gained the argument; the results' config column then holds what was passed."""
-    from kernels import _common
+    from kernels import common
 
-    if _common.backend() == "hip":
+    if common.backend() == "hip":
         return config
     aiter(f"gemm.batched.{op}")  # the op first: a checkout that lacks it is told by the op's module, not the kernel's
     fn = getattr(aiter(f"{KERNELS}.{op}"), kernel)
@@ -314,9 +314,9 @@ class _as_arch:
         self.arch, self.real = arch, None
 
     def __enter__(self) -> None:
-        from kernels import _common
+        from kernels import common
 
-        if _common.backend() == "hip":
+        if common.backend() == "hip":
             return
         self.info = aiter("utils._triton.arch_info")
         self.real, self.info.get_arch = self.info.get_arch, lambda: self.arch

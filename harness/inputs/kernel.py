@@ -104,7 +104,7 @@ def registry() -> dict[str, Path]:
     """The shipped kernels by declared name: every module of kernels/ that declares a SPEC."""
     found: dict[str, Path] = {}
     for f in sorted(KERNELS_DIR.glob("*.py")):
-        if f.name.startswith("_") or f.name == "spec.py":
+        if f.name.startswith("_") or f.name in ("spec.py", "common.py"):  # helpers, not kernels
             continue
         k = load_file(str(f), "")
         if k.name in found:

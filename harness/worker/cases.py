@@ -48,7 +48,7 @@ def source_file(source: str) -> tuple[str, str]:
 
 
 def load_kernel(source: str, repo: str) -> Any:
-    """The kernel object at ``source``: a module of the repo's kernels/ by import (its imports of kernels._common
+    """The kernel object at ``source``: a module of the repo's kernels/ by import (its imports of kernels.common
     and friends then resolve as usual), any other file by path; ``file.py:name`` is the object ``name`` in it."""
     path, attr = source_file(source)
     package = os.path.join(os.path.realpath(repo), "kernels")

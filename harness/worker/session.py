@@ -40,7 +40,7 @@ class Session:
         import triton
 
         from harness.kernel_api import configs
-        from kernels import _common as common
+        from kernels import common as common
 
         self.torch, self.triton, self.C, self.configs = torch, triton, common, configs
         self.repo, self.timing, self.mem_budget = repo, timing, mem_budget

@@ -74,7 +74,7 @@ def _prepared(cases):
 
     from harness.inputs.kernel import load_kernel
     from harness.worker.cases import load_kernel as import_kernel
-    from kernels import _common as C
+    from kernels import common as C
 
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     for c in cases:

@@ -39,7 +39,7 @@ import torch.distributed as dist  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
 from harness.kernel_api.configs import resolve  # noqa: E402
 from harness.worker.cases import load_kernel  # noqa: E402
-from kernels import _common as C  # noqa: E402
+from kernels import common as C  # noqa: E402
 from kernels import gemm_all_scatter as gas  # noqa: E402
 
 

@@ -97,7 +97,7 @@ def _zeros_for_random() -> None:
 def check(suite: Path, kernels: list[str], pattern: str | None, config_arch: str | None) -> list[tuple[str, str, str]]:
     os.environ.pop("TRITON_INTERPRET", None)
     sys.path.insert(0, str(ROOT))
-    import kernels._common as common
+    import kernels.common as common
 
     common.INTERPRET = False
     common.device = lambda: "cpu"  # the kernels' inputs on the CPU: the launch never reaches a GPU

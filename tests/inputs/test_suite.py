@@ -125,10 +125,10 @@ VARIANTS = {
 
 def _interpreter():
     pytest.importorskip("torch")
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is first imported
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels.common is first imported
     if os.environ["TRITON_INTERPRET"] != "1":
         pytest.skip("needs the CPU interpreter")
-    from kernels import _common as C
+    from kernels import common as C
 
     if C.triton_version() < (3, 9):
         pytest.skip("the fp4 and persistent variants need the Triton >= 3.9 interpreter")

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels._common is first imported (as tests/test_kernels.py)
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before kernels.common is first imported (as tests/test_kernels.py)
 
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
@@ -51,7 +51,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import torch, triton
 from kernels import attention as A
-from kernels import _common as C
+from kernels import common as C
 
 for B, H, G, S, D, causal, bm, bn in json.loads(sys.argv[2]):
     case = {"B": B, "H": H, "GQA": G, "S": S, "D": D, "causal": causal, "dtype": "fp16"}
@@ -272,8 +272,8 @@ def test_vendor_cases_are_cases_and_its_ops_compute_the_same_attention():
     has a CPU flash kernel), and it matches our reference, GQA through enable_gqa included."""
     import importlib.util
 
-    from kernels import _common as C
     from kernels import attention as A
+    from kernels import common as C
 
     spec = importlib.util.spec_from_file_location("vendor_attention", ROOT / "benchmarks" / "vendor" / "attention.py")
     V = importlib.util.module_from_spec(spec)

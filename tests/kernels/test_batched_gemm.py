@@ -13,7 +13,7 @@ import torch  # noqa: E402
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.kernel_api.configs import resolve  # noqa: E402
 from harness.worker.cases import load_kernel as import_kernel  # noqa: E402
-from kernels import _common as C  # noqa: E402
+from kernels import common as C  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 if os.environ.get("TRITON_INTERPRET") != "1":

@@ -42,7 +42,7 @@ def _interp_job(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from harness.kernel_api.configs import resolve
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm
 
     mod = _module(job["file"])
@@ -76,7 +76,7 @@ def _interp_job(job: dict[str, Any]) -> dict[str, Any]:
 def _vendor_errors(params: dict[str, Any], inputs: dict[str, Any], ref: Any) -> dict[str, float]:
     import importlib.util
 
-    from kernels import _common as C
+    from kernels import common as C
 
     spec = importlib.util.spec_from_file_location("vendor_gemm", ROOT / "benchmarks" / "vendor" / "gemm.py")
     vendor = importlib.util.module_from_spec(spec)
@@ -90,7 +90,7 @@ def _exact_fp8_job(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from harness.kernel_api.configs import resolve
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm, gemm_fp8
 
     p = job["params"]
@@ -105,7 +105,7 @@ def _exact_fp8_job(job: dict[str, Any]) -> dict[str, Any]:
 def _splitk_job(job: dict[str, Any]) -> dict[str, Any]:
     """Split-K against the unsplit kernel on the same inputs: the same sums in another order."""
     from harness.kernel_api.configs import resolve
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm
 
     p = job["params"]
@@ -131,7 +131,7 @@ def _aot_job(job: dict[str, Any]) -> dict[str, Any]:
     import triton
 
     from harness.worker.artifacts import cubin_resources
-    from kernels import _common as C
+    from kernels import common as C
 
     cfg, (M, N, K) = job["config"], job["MNK"]
     meta = {k: v for k, v in cfg.items() if k not in ("num_warps", "num_stages")}
@@ -171,7 +171,7 @@ def _target() -> Any:
 def _pointer_args(in_dt: Any, scales: int, M: int, N: int, K: int, meta: dict, ks: int, split: int) -> tuple:
     import torch
 
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm
 
     x = torch.empty(1, dtype=in_dt)
@@ -187,7 +187,7 @@ def _persistent_args(in_dt: Any, scales: int, M: int, N: int, K: int, meta: dict
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm
 
     bm, bn, bk = meta["BLOCK_SIZE_M"], meta["BLOCK_SIZE_N"], meta["BLOCK_SIZE_K"]

@@ -53,7 +53,7 @@ def _case_job(job: dict[str, Any]) -> dict[str, Any]:
 
     from harness.kernel_api.configs import resolve
     from harness.worker.cases import load_kernel
-    from kernels import _common as C
+    from kernels import common as C
 
     mod = load_kernel(str(ROOT / job["file"]), str(ROOT))
     p = job["params"]
@@ -80,7 +80,7 @@ def _ranks_job(job: dict[str, Any]) -> dict[str, Any]:
     """W ranks in one process: rank r's kernel stores its columns into every rank's Y through the table."""
     import torch
 
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import gemm_all_scatter as gas
 
     p, W, cfg = job["params"], job["params"]["W"], job["config"]

@@ -55,7 +55,7 @@ def run_case(kernel: str, M: int, N: int, dtype: str, overrides: dict[str, Any],
 
     from harness.inputs.kernel import load_kernel
     from harness.kernel_api.configs import resolve
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import layernorm, rmsnorm
 
     mod = {"rmsnorm": rmsnorm, "layernorm": layernorm}[kernel]
@@ -96,7 +96,7 @@ def test_one_pass_and_chunked_paths_agree(kernel):
     """The same rows through the row-in-registers path and the 4-chunk loop: the same normalization (fp32 inputs,
     so only the order of the fp32 sums differs)."""
     _interp_only()
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import layernorm, rmsnorm
 
     mod = {"rmsnorm": rmsnorm, "layernorm": layernorm}[kernel]
@@ -113,7 +113,7 @@ def test_layernorm_variance_survives_a_large_mean(block_n):
     """x = 1000 + N(0, 1) in fp32: E[x²] − E[x]² in fp32 would lose the variance entirely (1e6 against 1); the
     one-pass path centers first, the chunked path shifts by the row's first element."""
     _interp_only()
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import layernorm
 
     inputs = layernorm.make_inputs({"M": 4, "N": 200, "dtype": "fp32", "eps": 1e-5}, 1)
@@ -127,7 +127,7 @@ def test_layernorm_variance_survives_a_large_mean(block_n):
 def test_eps_reaches_the_kernel(kernel):
     """A large eps visibly shrinks the output; the kernel follows the reference with it."""
     _interp_only()
-    from kernels import _common as C
+    from kernels import common as C
     from kernels import layernorm, rmsnorm
 
     mod = {"rmsnorm": rmsnorm, "layernorm": layernorm}[kernel]

@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 from harness.inputs.kernel import load_kernel  # noqa: E402
 from harness.inputs.suite import load_suite  # noqa: E402
 from harness.kernel_api.configs import CONFIG_DIR, LAUNCH_OPTION_KEYS, bad_config_values, read_config_file, resolve  # noqa: E402
-from kernels import _common as C  # noqa: E402
+from kernels import common as C  # noqa: E402
 from kernels import scaled_mxfp4_gemm as K  # noqa: E402
 
 if os.environ.get("TRITON_INTERPRET") != "1":
@@ -92,8 +92,8 @@ def test_quantize_kernel_is_bit_identical_to_the_torch_helper(M, Kx, block):
     x = special_x(M, Kx, seed=M)
     xq, xs = run_quantize(x, block)
     rq, rs = C.mxfp4_quantize(x.float())
-    assert torch.equal(xs, rs), "e8m0 scales differ from kernels._common.mxfp4_quantize"
-    assert torch.equal(xq, rq), "packed e2m1 codes differ from kernels._common.mxfp4_quantize"
+    assert torch.equal(xs, rs), "e8m0 scales differ from kernels.common.mxfp4_quantize"
+    assert torch.equal(xq, rq), "packed e2m1 codes differ from kernels.common.mxfp4_quantize"
     assert (xs != 0xFF).all(), "every scale written"
 
 
@@ -246,7 +246,7 @@ import torch, triton
 spec = importlib.util.spec_from_file_location("mxfp4_test", test_file)
 T = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(T)  # the test module's helpers: special_x, run_quantize
-from kernels import _common as C
+from kernels import common as C
 from kernels import scaled_mxfp4_gemm as K
 from harness.kernel_api.configs import resolve
 from harness.inputs.suite import load_suite

@@ -1,5 +1,8 @@
-"""Shared pieces of the batched GEMM kernels: device facts, MXFP4 helpers, the split-K reduce kernel,
-and correctness metrics. Needs only torch and triton (it runs inside each environment's worker)."""
+"""The kernels' public helpers (``from kernels import common``): device facts (``backend()``, ``arch()``,
+``device()``), random inputs that are never zeros, the correctness metric and the output poison the worker uses,
+MXFP4 helpers, the split-K reduce kernel. What a user's kernel file, an adapter of another library's op and the
+worker may import; names with a leading underscore stay private to the shipped kernels. Needs only torch and
+triton (it runs inside each environment's worker)."""
 
 from __future__ import annotations
 
