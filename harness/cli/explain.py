@@ -33,3 +33,8 @@ def explain(
     prepare_out_dir("--out", out, "explain", inputs=inputs, own=("index.md",))
     index = write_explain(cases, out, labels=labels)
     print(f"explained {len(cases)} cases: {index} ({index.with_suffix('.html')})")
+    left = cases[0].left_out if cases else 0
+    if left:  # never a silent cut
+        from harness.errors import counted
+
+        print(f"{counted(left, 'more case')} matched and not explained: raise --limit (now {limit})")

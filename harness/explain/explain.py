@@ -11,6 +11,7 @@ dots) and a unified diff of the assembly. The analysis functions are pure; I/O i
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import html
 import json
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.explain.causes import WORDS, Cause, KernelFacts, classify, shares
 from harness.render.mdtable import md_table
 from harness.render.vocabulary import STACKS, stack_labels
 from harness.results.cells import text
@@ -425,6 +427,7 @@ class KernelDiff:
     diff: list[str]  # exact (registers included)
     same_binary: bool
     structural: list[str] = field(default_factory=list)  # register numbers dropped
+    facts: KernelFacts | None = None  # the raw figures the likely cause is read from (causes.py)
 
     @property
     def diff_name(self) -> str:
@@ -439,16 +442,19 @@ def diff_kernels(g: Kernel | None, t: Kernel | None, labels: tuple[str, str] = S
     tr = resources(t.meta, t.text("amdgcn"))
     gm, tm = g.mix(), t.mix()
     ga, ta = g.normalized_asm(), t.normalized_asm()
+    tg = ttgir_diff(ttgir_facts(g.text("ttgir")), ttgir_facts(t.text("ttgir")))
+    structural = asm_diff(g, t, registers=False, labels=labels) if ga != ta else []
     return KernelDiff(
         name,
         g,
         t,
         resource_rows(gr, tr),
         mix_rows(gm, tm),
-        ttgir_diff(ttgir_facts(g.text("ttgir")), ttgir_facts(t.text("ttgir"))),
+        tg,
         asm_diff(g, t, labels=labels) if ga != ta else [],
         ga == ta,
-        asm_diff(g, t, registers=False, labels=labels) if ga != ta else [],
+        structural,
+        KernelFacts(name, gr, tr, dict(gm), dict(tm), tg, ga == ta, tuple(structural)),
     )
 
 
@@ -481,10 +487,23 @@ class CaseExplain:
     diffs: list[KernelDiff]
     problem: str = ""
     labels: tuple[str, str] = STACKS  # what the two stacks are called (render.vocabulary.stack_labels)
+    left_out: int = 0  # on the first case: how many more matched and were not explained (--limit)
 
     @property
     def slug(self) -> str:
         return re.sub(r"[^\w.-]+", "_", f"{self.kernel}__{self.case_id}")
+
+    def causes(self) -> list[Cause]:
+        """The likely causes of this case's change, most likely first (causes.py)."""
+        facts = [kd.facts for kd in self.diffs if kd.facts is not None]
+        return classify(facts, _config(self.row.get("golden_config")), _config(self.row.get("tot_config")))
+
+
+def _config(cell: Any) -> Any:
+    if isinstance(cell, str) and cell.startswith("{"):
+        with contextlib.suppress(ValueError):
+            return json.loads(cell)
+    return None if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell
 
 
 def _results_and_root(named: str, compare_csv: Path, override: Path | None) -> tuple[pd.DataFrame, Path]:
@@ -552,6 +571,7 @@ def explain_comparison(
             raise HarnessError(f"--case {' '.join(cases)}: no case of {compare_csv} matches")
     else:
         table = table[table["verdict"] == "regression"]
+    dropped = max(0, len(table) - limit)
     table = table.head(limit)
     g_art = dict(zip(g_df["kernel"] + "/" + g_df["case_id"], text(g_df["artifacts"])))
     t_art = dict(zip(t_df["kernel"] + "/" + t_df["case_id"], text(t_df["artifacts"])))
@@ -572,6 +592,8 @@ def explain_comparison(
                 diffs[pair] = [diff_kernels(a, b, labels) for a, b in pair_kernels(gk, tk)]
             ce.diffs = diffs[pair]
         out.append(ce)
+    if out and dropped:  # never a silent cut: the index and the terminal say how many were left out
+        out[0].left_out = dropped
     return out, labels
 
 
@@ -590,6 +612,12 @@ def case_markdown(ce: CaseExplain, max_diff_lines: int = 300) -> str:
     ]
     if ce.problem:
         return "".join(parts) + ce.problem + "\n"
+    causes = ce.causes()
+    parts.append(f"**Likely cause**: {causes[0].text()}\n\n")
+    if len(causes) > 1:
+        parts.append(
+            "Also changed, less likely to dominate:\n\n" + "".join(f"- {c.text()}\n" for c in causes[1:]) + "\n"
+        )
     for kd in ce.diffs:
         parts.append(f"### kernel `{kd.name}`: {headline(kd, ce.labels)}\n\n")
         if kd.golden is None or kd.tot is None:
@@ -707,7 +735,7 @@ def write_explain(
     labels = labels or (cases[0].labels if cases else STACKS)
     title = title or slower_title(labels)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, firsts = [], []
     for ce in cases:
         md = case_markdown(ce)
         (out / f"{ce.slug}.md").write_text(md, encoding="utf-8")
@@ -717,16 +745,31 @@ def write_explain(
             if kd.diff and not (out / kd.diff_name).exists():  # one file per kernel pair, shared by its cases
                 (out / kd.diff_name).write_text("\n".join(kd.diff) + "\n", encoding="utf-8")
         what = ce.problem or " · ".join(f"{kd.name}: {headline(kd, ce.labels)}" for kd in ce.diffs)
+        first = "unknown" if ce.problem else ce.causes()[0].kind
+        firsts.append(first)
         r = ce.row
         rows.append(
             (
                 f"[{ce.kernel} / {ce.case_id}]({ce.slug}.md)",
                 f"{r.get('delta_pct', float('nan')):+.1f} %",
+                WORDS[first].split(":")[0],
                 what.replace("|", "/"),
             )
         )
-    index = f"# {title}\n\n{len(cases)} cases; each links to resources, instruction mix, TTGIR and assembly diffs.\n\n"
-    index += _md_table(["case", "Δ", "what changed in the compiled kernels"], rows, right=3)
+    left = cases[0].left_out if cases else 0
+    more = f" ({left} more matched, not explained here: raise --limit)" if left else ""
+    index = (f"# {title}\n\n{len(cases)} cases{more}; each links to its likely cause, resources, instruction "
+             "mix, TTGIR and assembly diffs.\n\n")  # fmt: skip
+    if firsts:
+        index += (
+            "**Likely causes**\n\n"
+            + _md_table(
+                ["cause", "cases", "share"],
+                [(WORDS[c].split(":")[0], n, f"{pct:.0f} %") for c, n, pct in shares(firsts)],
+            )
+            + "\n"
+        )
+    index += _md_table(["case", "Δ", "likely cause", "what changed in the compiled kernels"], rows, right=3)
     (out / "index.md").write_text(index, encoding="utf-8")
     page = f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title><style>{_CSS}</style>"
     (out / "index.html").write_text(page + _html_from_markdown(index.replace(".md)", ".html)")), encoding="utf-8")
