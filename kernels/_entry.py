@@ -9,8 +9,14 @@ import importlib
 from functools import cache
 from typing import Any
 
+import torch
+
 #: the entry parameter every entry kernel declares: ``module.function`` (``flag_gems.mm``, ``torch.mm``)
 ENTRY_ID = "{value}"
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
+#: an elementwise or norm op's output against torch's float64 reference
+TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3, "fp32": 1e-5}
 
 
 @cache

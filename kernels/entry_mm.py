@@ -10,10 +10,7 @@ import torch
 
 from harness import REQUIRED, KernelSpec, Param, Plot, dim, dtype
 from kernels import common as C
-from kernels._entry import ENTRY_ID, entry
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
+from kernels._entry import DTYPES, ENTRY_ID, SIZES, entry
 
 SPEC = KernelSpec(
     name="entry_mm",

@@ -10,10 +10,8 @@ import torch
 
 from harness import REQUIRED, KernelSpec, Param, Plot, dim, dtype
 from kernels import common as C
-from kernels._entry import ENTRY_ID, entry
+from kernels._entry import DTYPES, ENTRY_ID, SIZES, TOLERANCE, entry
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
 EPS = 1e-6
 
 SPEC = KernelSpec(
@@ -24,7 +22,7 @@ SPEC = KernelSpec(
     bytes=lambda p: float(SIZES[p["dtype"]] * (2 * p["M"] * p["N"] + p["N"])),
     peak="memory",
     dtype="{dtype}",
-    tolerance={"bf16": 1e-2, "fp16": 2e-3, "fp32": 1e-5},
+    tolerance=TOLERANCE,
     hooks=("chosen_config",),
     plot=Plot(x="N", series=("M",), y="gbps"),
 )

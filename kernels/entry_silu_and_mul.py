@@ -10,10 +10,7 @@ import torch
 
 from harness import REQUIRED, KernelSpec, Param, Plot, dim, dtype
 from kernels import common as C
-from kernels._entry import ENTRY_ID, entry
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
+from kernels._entry import DTYPES, ENTRY_ID, SIZES, TOLERANCE, entry
 
 SPEC = KernelSpec(
     name="entry_silu_and_mul",
@@ -23,7 +20,7 @@ SPEC = KernelSpec(
     bytes=lambda p: float(SIZES[p["dtype"]] * 3 * p["M"] * p["N"]),
     peak="memory",
     dtype="{dtype}",
-    tolerance={"bf16": 1e-2, "fp16": 2e-3, "fp32": 1e-5},
+    tolerance=TOLERANCE,
     hooks=("chosen_config",),
     plot=Plot(x="N", series=("M",), y="gbps"),
 )
