@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from kernels import common as C
 from kernels import batched_gemm_a8w8_prequant as prequant
+from kernels import common as C
 from kernels.batched_gemm_a8w8_prequant import torch_group_quant
 
 KERNELS = (
