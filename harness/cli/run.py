@@ -302,8 +302,6 @@ def preview_warnings(out: Path) -> list[str]:
     if not rows:
         return []
     first = rows[0]
-    from harness.errors import counted
-
     return [f"{out}: {counted(len(rows), 'case')} ran another config than harness's preview of the library's files: the "
             f"library's choice is recorded (config_source), e.g. {first['kernel']} {first['case_id']}: "
             f"{first['config_source'].split(') differs: ', 1)[-1]}"]  # fmt: skip

@@ -142,10 +142,8 @@ def _diff_size(kernels: list[KernelFacts]) -> str:
 
 
 def _num(v: Any, default: float | None = 0.0) -> Any:
-    try:
-        return float(str(v).rstrip("%")) / (100.0 if str(v).endswith("%") else 1.0)
-    except (TypeError, ValueError):
-        return default
+    """A resource's figure (explain.resources gives numbers, or None where the compiler did not say)."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
 
 
 def shares(first_causes: list[str]) -> list[tuple[str, int, float]]:

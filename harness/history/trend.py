@@ -94,13 +94,16 @@ def changed_since(conn: Any, rows: pd.DataFrame) -> list[str]:
     sides = q.sidecars(conn, sorted(set(rows["run_id"].astype(int))))
     out = [""] * len(rows)
     order = rows.sort_values(["run_at", "run_id"], kind="stable")
+    seen: dict[tuple[int, int, str], str] = {}  # the cases of one kernel share their two runs' answer
     for _, g in order.groupby([*q.SERIES, "kernel", "case_id"], dropna=False, sort=False):
         prev = None
-        for pos, rid, kernel in zip(g.index, g["run_id"], g["kernel"], strict=True):
-            side = sides.get(int(rid), {})
+        for pos, rid, kernel in zip(g.index, g["run_id"].astype(int), g["kernel"], strict=True):
             if prev is not None:
-                out[rows.index.get_loc(pos)] = identity.changed(prev, side, identity.SERIES, kernel)
-            prev = side
+                key = (prev, rid, kernel)
+                if key not in seen:
+                    seen[key] = identity.changed(sides.get(prev, {}), sides.get(rid, {}), identity.SERIES, kernel)
+                out[rows.index.get_loc(pos)] = seen[key]
+            prev = rid
     return out
 
 

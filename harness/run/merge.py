@@ -29,8 +29,8 @@ def check_parts(parts: list[Path]) -> list[dict[str, Any]]:
     shard without cases) measured nothing: only its suite and shard are checked."""
     envs = [_env_of(p) for p in parts]
     measured = [(p, e) for p, e in zip(parts, envs) if not e.get("empty")]
+    first, env0 = measured[0] if measured else (None, {})
     for p, env in measured[1:]:
-        first, env0 = measured[0]
         for d in identity.differences(env0, env, identity.PARTS):
             if d.facet == "suite":
                 continue  # _check_identity says it with the suites' names, empty parts included

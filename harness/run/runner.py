@@ -33,7 +33,7 @@ from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
 from harness.run.precompile import precompile
 from harness.run.rocprof import read_traces
-from harness.run.sidecar import run_sidecar, smi_id, update_sidecar, write_sidecar
+from harness.run.sidecar import code_record, run_sidecar, smi_id, update_sidecar, write_sidecar
 from harness.run.workers import WorkerDied, WorkerPool, WorkerProc, WorkerTimeout, start_worker
 from harness.verdict import stability
 from harness.verdict.remeasure import CHECKPOINT, Board, pooled_time
@@ -164,7 +164,7 @@ class SuiteRun:
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)
         try:
             check_resume(self.out, self.opts, options)  # again with what the worker reports: the stack, the GPU
-            self._check_resumed_code(options)
+            self._check_resumed_code()
             if self.opts.check_worker is not None:
                 self.opts.check_worker(self.info)
         except HarnessError:
@@ -187,18 +187,15 @@ class SuiteRun:
         self.appender = ResultsAppender(self.out)
         self.total = len(self.todo) * (1 + self.opts.reps)
 
-    def _check_resumed_code(self, options: dict[str, Any]) -> None:
+    def _check_resumed_code(self) -> None:
         """A --resume appends to rows measured before: of the same kernel code, library commits and config arch
         (results/identity.RESUME), or the file would hold two kernels under one name."""
-        side = sidecar_path(self.out)
-        if not (self.opts.resume and side.exists()):
+        if not (self.opts.resume and sidecar_path(self.out).exists()):
             return
-        now = run_sidecar(
-            self.spec, self.info, self.opts, self.timing, self.launches, options, self.cases, self.out, self.suite
-        )
-        for d in identity.differences(load_env(self.out), now, identity.RESUME):
-            raise HarnessError(f"{self.out}: --resume: {d.text('the file', 'this run')}; resume with the code it "
-                               "was measured with, or start a new --out")  # fmt: skip
+        diffs = identity.differences(load_env(self.out), code_record(self.cases), identity.RESUME)
+        if diffs:
+            raise HarnessError(f"{self.out}: --resume: {diffs[0].text('the file', 'this run')}; resume with the "
+                               "code it was measured with, or start a new --out")  # fmt: skip
 
     def _done_keys(self) -> set[str]:
         if not (self.opts.resume and self.out.exists() and self.out.stat().st_size):

@@ -69,19 +69,26 @@ def run_sidecar(
         "kernels": {c.name: c.spec.summary() for c in cases},
         # where each kernel's code is: what `harness retune` loads a user's kernel from, given only a comparison
         "kernel_sources": {c.name: c.kernel.source for c in cases},
-        # what each kernel's code is: compare and merge tell a kernel edited between two runs (results/identity.py)
-        "kernel_content": {c.name: file_content(c.kernel.file) for c in cases},
-        # where each kernel's configs were looked up, as which arch, and the library checkouts its code imported
-        "config_lookup": {
-            c.name: lookup_record(c) for c in cases if c.spec.config is not None or "lookup_config" in c.spec.hooks
-        },
-        "libraries": libraries(cases),
+        **code_record(cases),
     }
     if opts.artifacts:
         meta["artifacts_dir"] = artifacts_dir(out).name  # beside the results file
     if not gpu_timing:
         meta["timing_note"] = "wallclock: CPU interpreter or host timers; for CI and demos only, not kernel time"
     return meta
+
+
+def code_record(cases: list[Case]) -> dict[str, Any]:
+    """The sidecar fields of what the cases' code is (results/identity.py reads them): each kernel's source
+    digest (compare and merge tell a kernel edited between two runs), where each kernel's configs were looked up
+    and as which arch, the library checkouts its code imported."""
+    return {
+        "kernel_content": {c.name: file_content(c.kernel.file) for c in cases},
+        "config_lookup": {
+            c.name: lookup_record(c) for c in cases if c.spec.config is not None or "lookup_config" in c.spec.hooks
+        },
+        "libraries": libraries(cases),
+    }
 
 
 def lookup_record(case: Case) -> dict[str, Any]:

@@ -84,18 +84,18 @@ def resolve_config(case: dict[str, Any], arch: str, configs: Any) -> tuple[dict[
         return {**(case.get("default_config") or {}), **overrides}, "suite" if overrides else "spec", False
     own = [configs.config_dir()] if lookup.get("harness_configs", True) else []
     bounds = lookup.get("bounds")
-    as_arch = lookup.get("arch") or arch
+    looked_up_as = lookup.get("arch") or arch
     r = configs.resolve_in(
         [*lookup.get("folders", ()), *own],
         lookup["family"],
-        as_arch,
+        looked_up_as,
         int(lookup["value"]),
         tuple(lookup.get("keys") or (lookup["key"],)),
         lookup["bucket"],
         lookup.get("layout", "harness"),
         tuple(bounds) if bounds else None,
         overrides or None,
-        dict(map(tuple, lookup.get("backends") or ())).get(as_arch, ""),  # the op's backend on that arch
+        dict(map(tuple, lookup.get("backends") or ())).get(looked_up_as, ""),  # the op's backend on that arch
     )
     as_arch = f" (configs of {lookup['arch']})" if lookup.get("arch") and lookup["arch"] != arch else ""
     return r.config, r.source + as_arch, r.tuned

@@ -164,7 +164,7 @@ class Session:
     ) -> None:
         """The library decided (its entry, called as its users call it): record what it picked, from the kernel's
         ``chosen_config(params, inputs)``, and where harness's own reading of the library's files (a ConfigLookup,
-        now a preview) picked otherwise, say so in ``config_source`` (``preview_differs``: the driver warns)."""
+        now a preview) picked otherwise, say so in ``config_source`` (the driver warns: cli/run.preview_warnings)."""
         try:
             if hasattr(kernel, "chosen_config"):
                 got = kernel.chosen_config(case["params"], inputs)
@@ -183,7 +183,6 @@ class Session:
             launched = self.configs.for_backend(cfg, self.backend, tuple(case.get("config_keys") or ()))
             differs = preview_differences(out.get("config") or {}, launched)
             if differs:
-                out["preview_differs"] = differs
                 source += f"; harness's preview ({out.get('config_source')}) differs: {differs}"
         out.update(config=dict(cfg or {}), config_source=source, tuned=bool(where))
 
