@@ -166,7 +166,8 @@ def group_problem(st: CaseState) -> str:
     the between-process spread carries into the interval."""
     if not st.rank_times:
         return ""
-    return groupcheck.group_problem(group_skew(st), st.halves)
+    pct, us = group_skew(st)
+    return groupcheck.group_problem(pct, st.halves, skew_us=us)
 
 
 def rejudged(st: CaseState, row: dict[str, Any]) -> tuple[str, str]:
@@ -178,18 +179,23 @@ def rejudged(st: CaseState, row: dict[str, Any]) -> tuple[str, str]:
     return ("unstable" if why else "ok"), why
 
 
-def group_skew(st: CaseState) -> float | None:
-    """The skew the guard judges: the smallest of the worker groups' own (rank_columns of each group's reps);
-    the skew over all reps where they came from one group, or are not labelled."""
-    whole = rank_columns(st.rank_times).get("skew_pct")
+def group_skew(st: CaseState) -> tuple[float | None, float | None]:
+    """The skew the guard judges, in % and in µs: the worker group's whose ranks agree best (rank_columns of each
+    group's reps); the skew over all reps where they came from one group, or are not labelled."""
+    whole = _skew(rank_columns(st.rank_times))
     if not st.label_procs or len(st.procs) != len(st.rank_times) or len(set(st.procs)) < 2:
         return whole
     groups: dict[int, list[list[float]]] = {}
     for proc, ranks in zip(st.procs, st.rank_times, strict=True):
         groups.setdefault(proc, []).append(ranks)
-    skews = [rank_columns(g).get("skew_pct") for g in groups.values()]
-    known = [x for x in skews if x is not None]
-    return min(known) if known else whole
+    known = [s for s in (_skew(rank_columns(g)) for g in groups.values()) if s[0] is not None]
+    return min(known, key=lambda s: s[0]) if known else whole  # type: ignore[arg-type, return-value]
+
+
+def _skew(cols: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(skew in %, in µs) of rank_columns' answer: the slowest rank's median against the fastest's."""
+    ranks = cols.get("rank_times_us")
+    return cols.get("skew_pct"), (max(ranks) - min(ranks)) if ranks else None
 
 
 def rank_columns(reps: list[list[float]]) -> dict[str, Any]:

@@ -17,7 +17,9 @@ trip, linear in between), so per launch
     rank time     = B_r - A_r on each GPU's own clock, and CUPTI's sum of the op's dispatches per rank
     per dispatch  = each rank's median of every kernel of the op (for the fused op: barrier, GEMM, barrier)
 
-Rank 0 prints one line per case and writes everything to --out (JSON).
+Rank 0 prints one line per case and writes everything to --out (JSON). ``--summarize OUT.json ...`` reads such
+files back (no GPU) and prints the figures per kernel: the clock-free ones first (the spread across ranks of each
+of the op's kernels, each GPU's own CUPTI durations), then those on one clock.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
       python3 -m torch.distributed.run --standalone --nproc-per-node 4 lab/gpu_validation/rank_clock.py \\
@@ -223,13 +225,60 @@ def line(s: dict[str, Any]) -> str:
             f"[{rel}] end {s['end_skew_us']:5.2f} | slow=first {s['slowest_released_first']:.2f}")  # fmt: skip
 
 
+def spreads(s: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    """Each of the op's kernels, by its place in the op: (a short name, slowest rank's median - fastest's, µs), each
+    GPU's own CUPTI clock: no offsets. cuBLAS picks other kernels at other shapes, hence places, not names."""
+    per = s["per_dispatch_us"]
+    out = {}
+    for name in per[0]:
+        place, _, full = name.partition(":")
+        short = full.split("(")[0].split("<")[0].split("::")[-1][:22]
+        out[place] = (short, max(r.get(name, 0.0) for r in per) - min(r.get(name, 0.0) for r in per))
+    return out
+
+
+def kind(case: str) -> str:
+    name, _, cid = case.partition("/")
+    return f"{name} (GEMM only)" if "SCATTERnone" in cid else name
+
+
+def summarize_files(paths: list[str]) -> str:
+    med = statistics.median
+    lines = []
+    for path in paths:
+        rows = json.loads(Path(path).read_text())
+        lines.append(f"{path}: {len(rows)} cases; clock offsets drifted up to "
+                     f"{max(r['clock_drift_ns'] for r in rows) / 1e3:.1f} µs within a case, round trip "
+                     f"{med(r['rtt_ns'] for r in rows) / 1e3:.2f} µs")  # fmt: skip
+        lines.append(f"  {'kernel':34} {'cases':>5} {'skew %':>13} {'skew µs':>8} {'release µs':>10} "
+                     f"{'end µs':>7} {'slow=1st':>8}  per-kernel spread across ranks, µs (median)")  # fmt: skip
+        for k in sorted({kind(r["case"]) for r in rows}):
+            sel = [r for r in rows if kind(r["case"]) == k]
+            sp = [spreads(r) for r in sel]
+            places = sorted({p for x in sp for p in x})
+            per_kernel = ", ".join(f"{p}:{sp[0].get(p, ('?', 0))[0]} {med(x[p][1] for x in sp if p in x):.2f}"
+                                   for p in places)  # fmt: skip
+            skew_us = [max(r["rank_us"]) - min(r["rank_us"]) for r in sel]
+            skews = [r["skew_pct"] for r in sel]
+            lines.append(f"  {k:34} {len(sel):5d} {med(skews):5.2f} ({max(skews):5.2f}) {med(skew_us):8.2f} "
+                         f"{med(r['release_skew_us'] for r in sel):10.2f} {med(r['end_skew_us'] for r in sel):7.2f} "
+                         f"{med(r['slowest_released_first'] for r in sel):8.2f}  {per_kernel}")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", default=str(ROOT / "suites" / "multigpu.yaml"))
     ap.add_argument("--filter", default=".", help="regex over kernel/case_id")
     ap.add_argument("--launches", type=int, default=40)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--summarize", nargs="+", metavar="JSON", help="print the figures of earlier runs' --out files")
     a = ap.parse_args()
+    if a.summarize:
+        sys.stdout.write(summarize_files(a.summarize))
+        return 0
+    if not a.out:
+        ap.error("--out is required to measure")
 
     import torch
     import triton

@@ -99,7 +99,7 @@ def test_a_suite_of_multi_rank_cases_runs_in_worker_groups(tmp_path):
     df = load_results(out).set_index(["kernel", "case_id"])
     timed = ("ok", "unstable")  # wallclock on a busy 2-core machine
     for key, ranks in ((("allgather_rows", "N8_W2"), 2), (("allgather_rows", "N8_W3"), 3),
-                       (("allgather_rows", "N8_W4"), 4)):  # fmt: skip
+                       (("allgather_rows", "N8_W4"), 4), (("allgather_rows", "N8_W8"), 8)):  # fmt: skip
         row = df.loc[key]
         assert row["status"] in timed and row["world_size"] == ranks and row["rel_err"] == 0.0
         assert len(json.loads(row["rank_times_us"])) == ranks

@@ -28,16 +28,21 @@ def test_gpu_lists():
 
 def test_the_plan_keeps_multi_gpu_cases_whole():
     cases = load_suite(DATA / "group.yaml")
-    steps = plan(cases, [4, 5, 6, 7], None)
+    steps = plan(cases, list(range(4, 12)), None)
     singles = [s for s in steps if s[0].startswith("gpu")]
     assert all(len(g) == 1 for _, g, _ in singles) and sum(len(c) for _, _, c in singles) == 1
     assert [(n, g) for n, g, _ in steps[len(singles) :]] == [
         ("ranks2", [4, 5]),
         ("ranks3", [4, 5, 6]),
         ("ranks4", [4, 5, 6, 7]),
+        ("ranks8", list(range(4, 12))),  # W = 8: no 8-GPU machine is lent, so the plan is checked here
     ]
-    with pytest.raises(HarnessError, match=r"2 cases need more GPUs than the 2 given \(1 needs 3, 1 needs 4\)"):
+    with pytest.raises(
+        HarnessError, match=r"3 cases need more GPUs than the 2 given \(1 needs 3, 1 needs 4, 1 needs 8\)"
+    ):
         plan(cases, [0, 1], None)
+    with pytest.raises(HarnessError, match=r"1 case needs more GPUs than the 4 given \(1 needs 8\)"):
+        plan(cases, [0, 1, 2, 3], None)
 
 
 def test_the_node_compiles_once_before_its_parts_and_the_parts_then_do_not(tmp_path, monkeypatch):
