@@ -36,11 +36,13 @@ from harness.envs.spec import EnvSpec, load_env_spec, release_env
 from harness.envs.venv import check_venv, create_env, probe
 from harness.errors import HarnessError
 from harness.inputs.suite import Case, load_suite
+from harness.results import identity
 from harness.results.cells import number
-from harness.results.load import load_results
+from harness.results.load import load_env, load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
+from harness.run.sidecar import code_record
 from harness.verdict.referee import rule_referee
 from harness.verdict.remeasure import Remeasure
 from harness.verdict.rule import Rule
@@ -266,7 +268,26 @@ def make_plan(
         log("TOT is not measured again: its verdicts are the comparison's (pass --tot ENV to measure it)")
     probe_stacks(stacks, cmp, log)
     check_order(stacks)
-    return Plan(compare_csv, cmp, targets, cases, suite_path, stacks, out, opts or RunOptions(), remeasure)
+    plan = Plan(compare_csv, cmp, targets, cases, suite_path, stacks, out, opts or RunOptions(), remeasure)
+    same_identity(plan, code_record(cases), "the code here", log)
+    return plan
+
+
+def same_identity(plan: Plan, now: dict[str, Any], what: str, log: Callable[[str], None]) -> None:
+    """What the bisection measures (``now``: its code record before round 1, golden's sidecar after it) against
+    the comparison's golden run (results/identity.BISECT): a warning each, logged once and kept for the report;
+    other code than the comparison's while TOT's verdicts are the comparison's is one line and exit 2."""
+    by_verdict = plan.stacks[-1].spec is None
+    relation = identity.BISECT_BY_VERDICT if by_verdict else identity.BISECT
+    for d in identity.differences(plan.cmp.golden_env or {}, now, relation):
+        text = d.text("the comparison's golden run", what)
+        if d.severity == identity.REFUSE:
+            raise HarnessError(f"{plan.compare_csv}: {text}; TOT's verdicts would be the comparison's, on other code: "
+                               "pass --tot ENV to measure TOT again")  # fmt: skip
+        if (d.facet, d.field) not in plan.said:
+            plan.said.add((d.facet, d.field))
+            plan.warnings.append(text)
+            log(f"warning: {text}")
 
 
 def inputs_of(compare_csv: Path, cmp: Comparison | None = None) -> list[Path | None]:
@@ -416,6 +437,8 @@ def run_rounds(plan: Plan, driver: Driver, log: Callable[[str], None] = print) -
             seconds = _add_seconds(folder, 0.0 if done else time.time() - t0)
         res.rounds.append({"round": rnd, "cases": len(cases), "stacks": [s.label for s in stacks],
                            "seconds": seconds})  # fmt: skip
+        if rnd == 1:  # the machine and the method are known once golden has run
+            same_identity(plan, load_env(runs[0][1]), "this bisection's golden run", log)
         golden_rows = _rows(runs[0][1])
         for s, (_, path) in zip(stacks[1:], runs[1:]):
             rows = _rows(path)

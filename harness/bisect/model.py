@@ -45,6 +45,11 @@ class Plan:
     out: Path
     opts: RunOptions
     remeasure: int = 2
+    #: what the bisection measures differently from the comparison (results/identity.BISECT): the terminal and the
+    #: report say each
+    warnings: list[str] = field(default_factory=list)
+    #: the (facet, field) pairs a warning was said for: the code before round 1, then its golden run, say each once
+    said: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def measured(self) -> list[Stack]:

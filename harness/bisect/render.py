@@ -165,6 +165,7 @@ def _intro(res: Outcome) -> list[str]:
         "agreeing, one of them clean; still noisy after that, it is reported as noisy.",
         "",
         f"Measured on {gpu or 'this machine'}: {rounds}; {total:.0f} s in all.",
+        *(["", *(f"- **Warning**: {w}" for w in plan.warnings)] if plan.warnings else []),
     ]
 
 

@@ -22,8 +22,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.errors import HarnessError, did_you_mean, unknown_key
+from harness.worker.backends import NAMES
 
-TIMINGS = ("auto", "cupti", "rocprofv3", "events", "wallclock")
+#: the env's ``timing:`` values: ``auto`` and every backend of worker/backends.py
+TIMINGS = NAMES
 TOP_KEYS = (
     "name",
     "description",

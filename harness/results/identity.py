@@ -147,6 +147,15 @@ SERIES = Relation("series", {n: WARN for n in ("suite", "kernels", "libraries", 
 #: golden and TOT (compare): everything but the stack should be the same; a warning names each difference
 #: (the suite, the GPUs, the shards and the rule have warnings of their own in compare/notes.py)
 PAIR = Relation("pair", {n: WARN for n in ("kernels", "method", "config_arch")})
+#: a comparison and the bisection of its regressions (bisect: golden and the releases measured now, TOT measured
+#: again): the code bisected may have changed since, or run on another GPU; each difference is named, since the
+#: comparison's regressions may then not reproduce
+BISECT = Relation("bisect", {n: WARN for n in ("kernels", "libraries", "config_arch", "method", "gpu_model")})
+#: the same with TOT's verdicts taken from the comparison, not measured again: a culprit found on other code than
+#: the comparison's would explain a regression of code that is not there any more
+BISECT_BY_VERDICT = Relation(
+    "bisect-by-verdict", {**BISECT.severity, **{n: REFUSE for n in ("kernels", "libraries", "config_arch")}}
+)
 #: one side of two comparisons (agree: two machines, pools or days): a user may want two GPU models or two
 #: config arches, but each difference is named, since the agreement then measures more than the noise
 REPEAT = Relation("repeat", {n: WARN for n in ("suite", "kernels", "libraries", "stack", "method", "config_arch",

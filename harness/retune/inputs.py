@@ -28,6 +28,7 @@ from harness.results.load import params_of
 from harness.retune.measure import Stack
 from harness.retune.placement import Lookup, Where, resolve
 from harness.run.workers import start_worker
+from harness.worker.backends import NOTHING
 
 #: COMPARE verdicts a retune tries to remove
 TARGETS = ("regression", "failed_in_tot")
@@ -145,7 +146,7 @@ def open_stack(label: str, name: str, log_dir: Path) -> tuple[Stack, dict[str, A
     """An env spec checked and asked who it is (a worker's hello: Triton, GPU, arch)."""
     spec = load_env_spec(name)
     check_venv(spec)
-    w, info = start_worker(spec, "wallclock", log_dir)  # a hello times nothing
+    w, info = start_worker(spec, NOTHING, log_dir)  # a hello times nothing
     w.close()
     tri = info.get("triton") or {}
     gpu = info.get("gpu") or {}

@@ -21,6 +21,7 @@ from harness.run.runner import SuiteRun, labels_processes, lock_outputs
 from harness.run.sidecar import sidecar_triton, update_sidecar
 from harness.run.workers import WorkerPool
 from harness.verdict.remeasure import CHECKPOINT, Board, Remeasure, next_targets
+from harness.worker.backends import wrapper_of
 
 
 def run_interleaved(
@@ -42,8 +43,9 @@ def run_interleaved(
     file per env, exactly as ``run_suite`` writes it; each sidecar records the order (``schedule``).
     ``workers``: as for ``run_steps``.
     """
-    if opts.timing == "rocprofv3" or any(spec.timing == "rocprofv3" for spec, _ in runs):
-        raise HarnessError("interleaved runs need cupti or events timing (rocprofv3 reads its trace at exit)")
+    wrapped = [t for t in (opts.timing, *(spec.timing for spec, _ in runs)) if t and wrapper_of(t)]
+    if wrapped:
+        raise HarnessError(f"interleaved runs need cupti or events timing ({wrapped[0]} reads its trace at exit)")
     with ExitStack() as held:
         if not locked:
             held.enter_context(lock_outputs(runs, opts, suite_name))

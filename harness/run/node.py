@@ -31,6 +31,7 @@ from harness.run.precompile import precompile
 from harness.run.runner import log_dir, run_suite
 from harness.run.shards import partition
 from harness.run.sidecar import update_sidecar
+from harness.worker.backends import times_gpu
 
 Runs = list[tuple[EnvSpec, Path]]
 Bars = Callable[[str], Callable[[int, str, int, int], None]]
@@ -138,7 +139,7 @@ def _precompile_node(runs: Runs, opts: RunOptions, cases: list[Case], gpus: list
     (their workers' start-up, seconds each, overlaps), except envs of one compile cache: one after the other, the
     later finding the earlier's kernels. [] when not compiling."""
     timings = {opts.timing or spec.timing for spec, _ in runs}
-    if opts.compile_jobs <= 1 or "wallclock" in timings or len(cases) < 2:
+    if opts.compile_jobs <= 1 or not all(times_gpu(t) for t in timings) or len(cases) < 2:
         return []
     jobs = min(opts.compile_jobs * len(gpus), os.cpu_count() or 1)
     requests = [worker_case(c) for c in cases]

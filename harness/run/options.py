@@ -16,6 +16,7 @@ from harness.results.schema import sidecar_path
 from harness.run.locks import resume_conflict
 from harness.verdict import stability
 from harness.verdict.remeasure import Remeasure
+from harness.worker.backends import BACKENDS
 
 
 @dataclass
@@ -73,7 +74,8 @@ def check_timeout(timeout: float) -> None:
 
 def moves_inputs(opts: RunOptions, timing: str) -> bool:
     """Whether the worker moves the inputs before every timed launch (it can where it times each launch)."""
-    return opts.shuffle_placement and opts.move_inputs and timing in ("cupti", "events")
+    b = BACKENDS.get(timing)
+    return opts.shuffle_placement and opts.move_inputs and b is not None and b.moves_inputs
 
 
 class Journal:

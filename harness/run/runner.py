@@ -37,6 +37,7 @@ from harness.run.sidecar import code_record, run_sidecar, smi_id, update_sidecar
 from harness.run.workers import WorkerDied, WorkerPool, WorkerProc, WorkerTimeout, start_worker
 from harness.verdict import stability
 from harness.verdict.remeasure import CHECKPOINT, Board, pooled_time
+from harness.worker.backends import BACKENDS, auto, backend, wrapper_of
 
 Progress = Callable[[str, int, int], None]
 
@@ -80,11 +81,11 @@ class SuiteRun:
     # ------------------------------------------------------------------------------------------ worker
     def prestart(self) -> None:
         """Start the worker that opening this run will take from its pool, without waiting for it to start."""
-        if self.pool is not None and self.timing != "rocprofv3":  # (its wrapper makes a trace folder per start)
+        if self.pool is not None and not wrapper_of(self.timing):  # (rocprofv3 makes a trace folder per start)
             self.pool.start_ahead(self.spec, self.timing, self.log_dir, *self._start_args())
 
     def _start_args(self) -> tuple[list[str] | None, float, dict[str, str] | None]:
-        wrap = _rocprof_wrap(self.timing, self.log_dir)
+        wrap = _wrap(self.timing, self.log_dir)
         env = visible(self.opts.visible_gpus[:1]) if self.opts.visible_gpus else None
         return wrap, self.opts.mem_budget, env
 
@@ -99,7 +100,7 @@ class SuiteRun:
     def _retimed(self, w: WorkerProc) -> WorkerProc:
         """The worker that times by ``self.timing`` (resolved from ``auto`` by ``w``'s hello): ``w`` itself, told
         so (a second start would cost torch's and Triton's imports, and a GPU context, again), else a new one."""
-        if self.timing != "rocprofv3" and w.configure(timing=self.timing):
+        if backend(self.timing).switchable and w.configure(timing=self.timing):
             self.info = {**self.info, "timing": self.timing}
             return w
         w.close()
@@ -160,7 +161,7 @@ class SuiteRun:
         if self.timing != self.worker.timing:
             self.worker = self._retimed(self.worker)
         # 0: the worker picks per case (~40 ms a rep); rocprofv3 needs a fixed count to check the trace against
-        self.launches = self.opts.launches or {"wallclock": 3, "rocprofv3": 20}.get(self.timing, 0)
+        self.launches = self.opts.launches or backend(self.timing).launches
         options = run_options(self.spec, self.opts, self.suite, self.info, self.timing)
         try:
             check_resume(self.out, self.opts, options)  # again with what the worker reports: the stack, the GPU
@@ -277,7 +278,7 @@ class SuiteRun:
         """Phase 1: build, compile and check every case."""
         # a multi-GPU case builds its inputs across its ranks: only its worker group can compile it
         unprepared = [s for s in self.todo if s.prep is None and int(s.request["world_size"]) == 1]
-        if self.opts.compile_jobs > 1 and self.timing != "wallclock" and len(unprepared) > 1:
+        if self.opts.compile_jobs > 1 and backend(self.timing).gpu and len(unprepared) > 1:
             jobs = min(self.opts.compile_jobs, len(unprepared))
             figures = precompile(
                 self.spec, self.timing, [s.request for s in unprepared], self.log_dir, jobs, self.opts.timeout_s
@@ -298,16 +299,15 @@ class SuiteRun:
         gpus, have = int(st.request["world_size"]), int(self.info.get("device_count") or 0)
         if gpus > 1 and self.info.get("backend") != "interp" and gpus > have:
             return {"status": "skipped", "error": f"needs {gpus} GPUs (world_size {gpus}); this machine has {have}"}
-        if gpus > 1 and self.timing == "rocprofv3":
-            return {"status": "skipped", "error": "multi-GPU cases need cupti or events timing, not rocprofv3"}
+        if gpus > 1 and not backend(self.timing).switchable:
+            return {"status": "skipped", "error": f"multi-GPU cases need cupti or events timing, not {self.timing}"}
         req = {"op": "prepare", "case": st.request, "check": True}
         if self.opts.artifacts:
             req["artifacts"] = str(artifacts_dir(self.out).resolve())
         return self._ask(req)
 
     def _heat(self) -> None:
-        gpu = self.timing in ("cupti", "events", "rocprofv3")
-        if gpu and self.heat and self.opts.heat_s > 0 and any(s.final is None for s in self.todo):
+        if backend(self.timing).gpu and self.heat and self.opts.heat_s > 0 and any(s.final is None for s in self.todo):
             self._ask({"op": "heat", "seconds": self.opts.heat_s})
 
     def _round(self, rnd: int) -> Generator[tuple[int, str], None, None]:
@@ -320,8 +320,8 @@ class SuiteRun:
             st.request["rep"] = rnd - 1
             yield rnd, st.key
             ans = self._ask(self._time_request(st))
-            if self.timing == "rocprofv3" and ans.get("status") == "ok":
-                traced.append(st)  # its time is in the trace, readable once the worker has exited
+            if wrapper_of(self.timing) and ans.get("status") == "ok":
+                traced.append(st)  # its time is in the wrapper's trace, readable once the worker has exited
             elif ans.get("status") != "ok" or ans.get("time_us") is None:
                 self._fail(st, ans)
             else:
@@ -336,7 +336,7 @@ class SuiteRun:
         if epoch == self.epoch:
             return
         self.epoch, self.epoch_start, self.fresh = epoch, rnd, True
-        if self.timing == "rocprofv3":
+        if wrapper_of(self.timing):
             return  # its worker exits after every round anyway (its trace is read then)
         for w in [self.worker, *self.groups.values()]:
             if w is not None:
@@ -459,7 +459,7 @@ class SuiteRun:
         fields: dict[str, Any] = {"phases": clock.figures(clean)}
         if clean:  # whole: what a reader checks it against (results/integrity.py)
             fields[integrity.KEY] = integrity.record(self.out, self.prior_rows + self.appender.rows)
-        if self.timing != "wallclock":
+        if backend(self.timing).gpu:
             fields["gpu"] = {"after": gpu_state(smi_id(self.info))}
         update_sidecar(self.out, **fields)
 
@@ -605,21 +605,18 @@ def resolve_timing(timing: str, info: dict[str, Any]) -> str:
     """The timing backend ``auto`` stands for on the stack the worker reported (``info``); others as given."""
     if timing != "auto":
         return timing
-    backend = info.get("backend")
-    if backend == "interp":
-        return "wallclock"
-    if backend == "hip":
-        return "rocprofv3" if shutil.which("rocprofv3") else "events"
-    return "cupti"
+    installed = frozenset(b.wrapper for b in BACKENDS.values() if b.wrapper and shutil.which(b.wrapper))
+    return auto(str(info.get("backend") or "cuda"), installed)
 
 
-def _rocprof_wrap(timing: str, log_dir: Path) -> list[str] | None:
-    if timing != "rocprofv3":
+def _wrap(timing: str, log_dir: Path) -> list[str] | None:
+    """The command a worker timing by ``timing`` starts under (its backend's wrapper, a new output folder), or None."""
+    b = BACKENDS.get(timing)
+    if b is None or not b.wrapper:
         return None
-    exe = shutil.which("rocprofv3")
+    exe = shutil.which(b.wrapper)
     if not exe:
-        raise HarnessError("timing rocprofv3: rocprofv3 is not on PATH")
+        raise HarnessError(f"timing {timing}: {b.wrapper} is not on PATH")
     log_dir.mkdir(parents=True, exist_ok=True)
-    d = Path(tempfile.mkdtemp(prefix="rocprof-", dir=log_dir))
-    # --output-format: ROCm 6.2's rocprofv3 rejects the short -f; the long form works in every version
-    return [exe, "--kernel-trace", "--output-format", "csv", "-d", str(d), "-o", "trace", "--"]
+    d = Path(tempfile.mkdtemp(prefix=f"{b.wrapper}-", dir=log_dir))
+    return [exe, *(str(d) if a == "{dir}" else a for a in b.wrapper_args)]

@@ -15,6 +15,7 @@ from harness.inputs.suite import Case, search_folders
 from harness.results.schema import SCHEMA_VERSION, artifacts_dir, sidecar_path
 from harness.run.gpu_state import gpu_state
 from harness.run.options import RunOptions, moves_inputs
+from harness.worker.backends import times_gpu
 from harness.worker.timing import AUTO_GAP_FACTOR, AUTO_GAP_MAX_US
 
 #: what --launch-gap auto means in this version, recorded in the sidecar so that runs made under the older rule
@@ -44,7 +45,7 @@ def run_sidecar(
     suite_name: str,
 ) -> dict[str, Any]:
     """Everything a results file's times depend on, and what later stages need to show its cases."""
-    gpu_timing = timing != "wallclock"
+    gpu_timing = times_gpu(timing)
     meta: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "env_name": spec.name,

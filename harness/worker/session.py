@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 from harness.worker import facts
+from harness.worker.backends import BACKENDS
 from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config, source_file
 from harness.worker.delay import delay_of, delayed
 from harness.worker.errors import error_text, import_failure
@@ -23,8 +24,9 @@ from harness.worker.placement import rehomed, shuffled
 from harness.worker.telemetry import NoSampler, Sampler, open_device
 from harness.worker.timing import Timer, auto_idle_s, auto_launches
 
-#: the timings a running worker can switch to (rocprofv3 traces the process from its start: a new one is started)
-SWITCHABLE = ("cupti", "events", "wallclock")
+#: the timings a running worker can switch to (a wrapped one, rocprofv3, traces the process from its start: a new
+#: worker is started for it)
+SWITCHABLE = tuple(name for name, b in BACKENDS.items() if b.switchable)
 
 
 class Session:
@@ -287,14 +289,14 @@ class Session:
         self.timer.sync()
         # the estimate sets the automatic launch count and, under CUPTI (the only timer that idles between
         # launches), the automatic gap; a rep of N launches by another clock needs none (3 launches saved a case)
-        auto_gap = gap == "auto" and self.timing == "cupti"
+        auto_gap = gap == "auto" and BACKENDS[self.timing].idles
         if entry.est_us is None and (n <= 0 or auto_gap):
             entry.est_us = self._estimate(op)  # one estimate per case, launch overhead included
             if self.ranks is not None:  # every rank launches as often and idles as long: the same estimate
                 entry.est_us = self.ranks.max_over_ranks(entry.est_us)
         n = n if n > 0 else auto_launches(entry.est_us)
         idle_s = auto_idle_s(entry.est_us) if auto_gap else 0.0 if gap == "auto" else float(gap) / 1e3 if gap else 0.0
-        dev = self.nvml() if self.timing in ("cupti", "events") else None
+        dev = self.nvml() if BACKENDS[self.timing].telemetry else None
         sampler = Sampler(dev) if dev is not None else NoSampler()
         try:
             samples, dispatch = self._samples(op, raw, n, idle_s, sampler, rehome, case)
@@ -329,7 +331,7 @@ class Session:
             return launch, None
         rehome = None
         stays = self._stays() if move_inputs else None
-        if stays is not None and self.timing in ("cupti", "events"):
+        if stays is not None and BACKENDS[self.timing].moves_inputs:
 
             def rehome() -> None:
                 entry.inputs = rehomed(entry.inputs, empty, self._rng, stays)
@@ -379,12 +381,24 @@ class Session:
             # the method before lockstep, kept for the comparison in docs/multigpu-timing.md: every launch after a
             # host barrier, each rank queueing it whenever its host gets there
             step, raw = None, op
-        if self.timing == "cupti":
-            return self.timer.cupti(raw, n, idle_s, sampler, rehome, every, step=step)
-        if self.timing == "events":
-            return self.timer.events(raw, n, sampler, rehome, every, step=step), None
-        if self.timing == "rocprofv3":
-            return self.timer.markers(op, n, int(case.get("index", 0)), int(case.get("rep", 0))), None
+        drive = getattr(self, f"_by_{BACKENDS[self.timing].timer}")
+        return drive(op, raw, n, idle_s, sampler, rehome, every, step, case)
+
+    # one adapter per timing loop of worker/timing.Timer (backends.Backend.timer names it): (samples, dispatch)
+    def _by_cupti(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
+                  step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
+        return self.timer.cupti(raw, n, idle_s, sampler, rehome, every, step=step)
+
+    def _by_events(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
+                   step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
+        return self.timer.events(raw, n, sampler, rehome, every, step=step), None
+
+    def _by_markers(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
+                    step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
+        return self.timer.markers(op, n, int(case.get("index", 0)), int(case.get("rep", 0))), None
+
+    def _by_wallclock(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
+                      step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
         return self.timer.wallclock(op, n), None
 
     # ------------------------------------------------------------------------------------------ others

@@ -268,3 +268,32 @@ def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, mo
     twin = [Stack("golden", "golden", g), Stack("again", "release", g), Stack("tot", "tot", None)]
     with pytest.raises(HarnessError, match=r"g.yaml and .*g.yaml both run Triton"):
         probe_stacks(twin, cmp, log=lambda m: None)
+
+
+# ------------------------------------------------------------------------------------------------ identity
+
+
+def test_other_code_than_the_comparisons_is_named_or_refused(tmp_path, cmp_csv):
+    """results/identity.BISECT: the kernels edited since the comparison, a warning in the terminal and the report
+    while TOT is measured again; refused while TOT's verdicts are the comparison's (they are of other code)."""
+    from harness.bisect.bisect import same_identity
+    from harness.bisect.render import markdown
+    from harness.run.sidecar import code_record
+
+    p = plan(tmp_path, cmp_csv, ["3.8.0"])
+    now = code_record(p.cases)
+    said: list[str] = []
+    same_identity(p, now, "the code here", said.append)
+    assert said == [] and p.warnings == [], "the comparison's sidecar records no code: unknown, never a difference"
+    p.cmp.golden_env["kernel_content"] = {k: "0" * 64 for k in now["kernel_content"]}
+    same_identity(p, now, "the code here", said.append)
+    same_identity(p, now, "this bisection's golden run", said.append)  # said once, whoever says it again
+    assert len(said) == 1 and said[0].startswith("warning: the comparison's golden run and the code here differ in "
+                                                 "kernels' source files (kernel_content)")  # fmt: skip
+    res = run_rounds(p, known(TIMES), log=lambda m: None)
+    assert "- **Warning**: the comparison's golden run and the code here differ in kernels'" in markdown(res, False)
+    (tmp_path / "v").mkdir()
+    by_verdict = plan(tmp_path / "v", cmp_csv, ["3.8.0"], tot=False)
+    by_verdict.cmp.golden_env["kernel_content"] = {k: "0" * 64 for k in now["kernel_content"]}
+    with pytest.raises(HarnessError, match=r"differ in kernels' source files .*pass --tot ENV to measure TOT"):
+        same_identity(by_verdict, now, "the code here", said.append)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.errors import HarnessError
@@ -134,9 +136,11 @@ def test_rocprofv3_is_called_with_the_long_output_format_option(tmp_path, monkey
     from harness.run import runner
 
     monkeypatch.setattr(runner.shutil, "which", lambda name: f"/opt/rocm/bin/{name}")
-    cmd = runner._rocprof_wrap("rocprofv3", tmp_path)
+    cmd = runner._wrap("rocprofv3", tmp_path)
     assert cmd[:4] == ["/opt/rocm/bin/rocprofv3", "--kernel-trace", "--output-format", "csv"] and "-f" not in cmd
-    assert runner._rocprof_wrap("cupti", tmp_path) is None
+    out = Path(cmd[cmd.index("-d") + 1])
+    assert out.is_dir() and out.parent == tmp_path and out.name.startswith("rocprofv3-")  # a new folder a start
+    assert runner._wrap("cupti", tmp_path) is None and runner._wrap("auto", tmp_path) is None
 
 
 def test_empty_and_bom_traces():
