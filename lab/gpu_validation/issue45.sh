@@ -11,6 +11,9 @@
 #                                                    explain of the confident regressions, the ranks' figures
 #   lab/gpu_validation/issue45.sh w12                golden at W = 2 (GPUs 0,1) and W = 1 (GPUs 2,3, --gpus all)
 #                                                    at once, twins and vendors included: the scaling's other two
+#   lab/gpu_validation/issue45.sh barrier            rank_clock.py at W = 4 (M <= 16: fused, twins, vendors) under each
+#                                                    rank barrier (--barrier harness, twice, vector): can the release
+#                                                    be simultaneous? (the skew of the first W = 4 runs was its release)
 #   lab/gpu_validation/issue45.sh sweep              suites/sweep_multigpu.yaml, golden, one rep of 10 launches:
 #                                                    W = 1 (GPUs 0,1, --gpus all) and W = 2 (GPUs 2,3) at
 #                                                    once, then W = 4
@@ -103,6 +106,17 @@ case $phase in
     wait
     stamp "w12 end"
     tail -n 3 "$D/w2.txt" "$D/w1.txt"
+    bundle
+    ;;
+  barrier)
+    facts
+    for b in harness twice vector; do
+      stamp "rank clock W=4, barrier $b"
+      timeout -s TERM "$(left)" python3 -m torch.distributed.run --standalone --nproc-per-node 4 \
+        lab/gpu_validation/rank_clock.py --filter '/M(1|16)_.*_W4' --launches 30 --barrier $b \
+        --out "$D/barrier-$b.json" > "$D/barrier-$b.txt" 2>&1 || echo "rank_clock $b: exit $?"
+    done
+    python3 lab/gpu_validation/rank_clock.py --summarize "$D"/barrier-*.json | tee "$D/summary.txt"
     bundle
     ;;
   sweep)

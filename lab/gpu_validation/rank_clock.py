@@ -17,6 +17,11 @@ trip, linear in between), so per launch
     rank time     = B_r - A_r on each GPU's own clock, and CUPTI's sum of the op's dispatches per rank
     per dispatch  = each rank's median of every kernel of the op (for the fused op: barrier, GEMM, barrier)
 
+``--barrier`` swaps the harness's rank barrier for a variant, to test whether the release can be made simultaneous
+(the W = 4 skew is its release: reports/h200x4-world-size-4): ``twice`` runs it twice in a row (a second round
+starts the ranks one hop apart instead of the last arriver alone), ``vector`` signals every peer at once (one
+atomic per lane, not one peer after another each behind its own system-scope release).
+
 Rank 0 prints one line per case and writes everything to --out (JSON). ``--summarize OUT.json ...`` reads such
 files back (no GPU) and prints the figures per kernel: the clock-free ones first (the spread across ranks of each
 of the op's kernels, each GPU's own CUPTI durations), then those on one clock.
@@ -136,6 +141,54 @@ class Clocks:
             offsets.append(t1 - (t0 + t2) / 2)
             rtts.append(float(t2 - t0))
         return offsets, rtts
+
+
+def define_vector_barrier() -> Any:
+    """The rank barrier with every peer signalled at once and every flag polled at once (W a power of two)."""
+    import triton
+    import triton.language as tl
+
+    from harness.worker.devclock import helpers
+
+    now, _ = helpers()
+
+    @triton.jit(do_not_specialize=["timeout_ns"])
+    def _harness_rank_barrier_vector(flags_ptr, table_ptr, rank, timeout_ns, WORLD: tl.constexpr):
+        epoch = tl.load(flags_ptr + WORLD) + 1
+        tl.store(flags_ptr + WORLD, epoch)
+        peers = tl.arange(0, WORLD)
+        where = tl.load(table_ptr + peers).to(tl.pointer_type(tl.int32))
+        tl.atomic_xchg(where + rank, tl.zeros([WORLD], tl.int32) + epoch, sem="release", scope="sys")
+        start = now()
+        t = start
+        seen = tl.atomic_add(flags_ptr + peers, tl.zeros([WORLD], tl.int32), sem="acquire", scope="sys")
+        while (tl.min(seen, axis=0) < epoch) & (t - start < timeout_ns):
+            seen = tl.atomic_add(flags_ptr + peers, tl.zeros([WORLD], tl.int32), sem="acquire", scope="sys")
+            t = now()
+        if tl.min(seen, axis=0) < epoch:
+            tl.atomic_add(flags_ptr + WORLD + 1, 1)
+
+    return _harness_rank_barrier_vector
+
+
+def use_barrier(ranks: Any, variant: str) -> None:
+    """Swap ``ranks.align`` (the harness's rank barrier before every timed launch) for ``variant``."""
+    if variant == "harness":
+        return
+    original = ranks.align
+    if variant == "twice":
+        ranks.align = lambda: (original(), original())
+        return
+    if ranks.world & (ranks.world - 1):
+        raise SystemExit(f"--barrier vector: W = {ranks.world} is not a power of two")
+    kernel = define_vector_barrier()
+    from harness.worker.group import BARRIER_TIMEOUT_S
+
+    def align() -> None:
+        flags, table = ranks._device_flags()
+        kernel[(1,)](flags, table, ranks.rank, int(BARRIER_TIMEOUT_S * 1e9), WORLD=ranks.world, num_warps=1)
+
+    ranks.align = align
 
 
 def case_config(case: Any) -> dict[str, Any]:
@@ -272,6 +325,7 @@ def main() -> int:
     ap.add_argument("--filter", default=".", help="regex over kernel/case_id")
     ap.add_argument("--launches", type=int, default=40)
     ap.add_argument("--out")
+    ap.add_argument("--barrier", choices=("harness", "twice", "vector"), default="harness")
     ap.add_argument("--summarize", nargs="+", metavar="JSON", help="print the figures of earlier runs' --out files")
     a = ap.parse_args()
     if a.summarize:
@@ -288,6 +342,7 @@ def main() -> int:
     from harness.worker.timing import Timer
 
     ranks = Ranks(torch)
+    use_barrier(ranks, a.barrier)
     kernels = define_kernels()
     ctx = {"ranks": ranks, "timer": Timer(torch, triton, "cupti"), "stamp": kernels[0]}
     ctx["clocks"] = Clocks(torch, ranks, kernels)

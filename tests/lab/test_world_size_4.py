@@ -98,3 +98,16 @@ def test_scaling_over_one_two_and_four_gpus(tmp_path):
     assert weak.loc[16, "eff_W2"] == pytest.approx(40 / 25) and weak.loc[16, "eff_W4"] == pytest.approx(40 / 20)
     lines = scaling_stats.summary(out, scaling_stats.weak(out))
     assert any(line.startswith("| 4 | 2.00 (2.00-2.00)×") for line in lines)
+
+
+def test_a_barrier_variant_takes_the_place_of_the_ranks_own():
+    calls = []
+    ranks = SimpleNamespace(align=lambda: calls.append("align"), world=3)
+    rank_clock.use_barrier(ranks, "harness")
+    ranks.align()
+    assert calls == ["align"]
+    rank_clock.use_barrier(ranks, "twice")
+    ranks.align()
+    assert calls == ["align", "align", "align"]  # one round more before every launch
+    with pytest.raises(SystemExit, match="W = 3 is not a power of two"):
+        rank_clock.use_barrier(ranks, "vector")
