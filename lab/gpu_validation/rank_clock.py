@@ -191,29 +191,17 @@ def use_barrier(ranks: Any, variant: str) -> None:
     ranks.align = align
 
 
-def case_config(case: Any) -> dict[str, Any]:
-    from harness.kernel_api.configs import resolve
-    from kernels import common as C
-
-    spec, p = case.kernel.spec, case.params
-    if spec.config is None:
-        return {**spec.default_config, **case.overrides}
-    lk = spec.config
-    return resolve(
-        lk.family, C.arch(), int(p[lk.bucket]), lk.file_key(p), lk.bucket, overrides=case.overrides or None
-    ).config
-
-
 def measure(case: Any, ctx: dict[str, Any], launches: int) -> dict[str, Any] | None:
     """One case on this rank: the harness's CUPTI loop with stamps around each launch; None on rank > 0."""
     import torch
+    from multigpu_smoke import config_of
 
     from harness.worker.cases import load_kernel
     from harness.worker.timing import auto_idle_s
 
     timer, ranks, clocks, stamp = ctx["timer"], ctx["ranks"], ctx["clocks"], ctx["stamp"]
     mod = load_kernel(case.kernel.source, str(ROOT))
-    cfg = case_config(case)
+    cfg = config_of(case)
     inputs = mod.make_inputs(case.params, int(case.params.get("seed", 0)))
     mod.launch(inputs, cfg)
     torch.cuda.synchronize()

@@ -8,7 +8,6 @@ tile wins where, and does the best config scale).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections import Counter
@@ -16,14 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling_stats import frame  # noqa: E402
+
 
 def best(paths: list[Path]) -> pd.DataFrame:
-    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    df = df[df["status"].isin(["ok", "unstable"]) & df["time_us"].notna()].copy()
-    p = df["params"].map(json.loads)
-    for k in ("M", "N", "K"):
-        df[k] = p.map(lambda d, k=k: int(d[k]))
-    df["W"] = p.map(lambda d: int(d.get("W", 1)))
+    df = frame(paths)  # timed rows, with M, N, K and W from their params
     df["cfg"] = df["case_id"].str.split("_cfg-").str[1]
     i = df.groupby(["W", "dtype", "M", "N", "K"])["time_us"].idxmin()
     return df.loc[i, ["W", "dtype", "M", "N", "K", "time_us", "cfg", "status"]].reset_index(drop=True)
