@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.bisect.bisect import match_cases, select_targets
 from harness.bisect.model import Plan, Stack
+from harness.bisect.plan import match_cases, select_targets
 from harness.compare.compare import compare_files
 from harness.compare.store import load_compare, write_compare
 from harness.envs.spec import load_env_spec

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.bisect.bisect import make_plan, run_rounds, select_targets
+from harness.bisect.bisect import run_rounds
+from harness.bisect.plan import make_plan, select_targets
 from harness.bisect.search import Step
 from harness.compare.store import load_compare
 from harness.errors import HarnessError
@@ -243,8 +244,8 @@ def test_bisect_four_stacks_on_the_cpu(tmp_path, capsys, monkeypatch):
 def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, monkeypatch):
     """The probe: an overlay whose folder lost its triton package falls back to site-packages' Triton; two envs
     importing one Triton would compare a stack with itself."""
-    from harness.bisect.bisect import probe_stacks
     from harness.bisect.model import Stack
+    from harness.bisect.plan import probe_stacks
     from harness.envs.pack import pack, unpack
     from harness.envs.spec import load_env_spec, release_env
     from tests.envs.wheels import shim_wheel
@@ -276,7 +277,7 @@ def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, mo
 def test_other_code_than_the_comparisons_is_named_or_refused(tmp_path, cmp_csv):
     """results/identity.BISECT: the kernels edited since the comparison, a warning in the terminal and the report
     while TOT is measured again; refused while TOT's verdicts are the comparison's (they are of other code)."""
-    from harness.bisect.bisect import same_identity
+    from harness.bisect.plan import same_identity
     from harness.bisect.render import markdown
     from harness.run.sidecar import code_record
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import harness.bisect.bisect as B
+import harness.bisect.plan as P
 import harness.bisect.render as R
 from harness.bisect.model import Stack
 from harness.envs.spec import load_env_spec
@@ -65,36 +66,36 @@ def planned(tmp_path, cmp_csv, monkeypatch):
 
 def test_a_release_equal_to_tots_version_is_refused():
     with pytest.raises(HarnessError, match=r"--versions: 3.9.0 runs Triton 3.9.0, TOT's version"):
-        B.check_order(stacks("3.6.0", "3.8.0", "3.9.0", "3.9.0"))
+        P.check_order(stacks("3.6.0", "3.8.0", "3.9.0", "3.9.0"))
 
 
 def test_a_release_equal_to_goldens_version_is_refused():
     with pytest.raises(HarnessError, match=r"--versions: 3.6.0 runs Triton 3.6.0, golden's version"):
-        B.check_order(stacks("3.6.0", "3.6.0", "3.9.0"))
+        P.check_order(stacks("3.6.0", "3.6.0", "3.9.0"))
 
 
 def test_releases_out_of_order_are_refused():
     with pytest.raises(
         HarnessError, match=r"--versions: Triton 3.8.0 is not older than 3.7.1: give the releases in order"
     ):
-        B.check_order(stacks("3.6.0", "3.8.0", "3.7.1", "3.9.0"))
+        P.check_order(stacks("3.6.0", "3.8.0", "3.7.1", "3.9.0"))
     with pytest.raises(HarnessError, match=r"Triton 3.9.1 is not older than 3.9.0 \(TOT\)"):
-        B.check_order(stacks("3.6.0", "3.9.1", "3.9.0"))  # past TOT
+        P.check_order(stacks("3.6.0", "3.9.1", "3.9.0"))  # past TOT
 
 
 def test_releases_in_order_and_unversioned_builds_pass():
-    B.check_order(stacks("3.6.0", "3.7.1", "3.8.0", "3.9.0"))
-    B.check_order(stacks("3.6.0", "3.8.0", "?"))  # TOT's version unknown: the releases' order is still checked
-    B.check_order(stacks("3.6.0", "my-build", "3.9.0"))  # not a release: its place cannot be checked
+    P.check_order(stacks("3.6.0", "3.7.1", "3.8.0", "3.9.0"))
+    P.check_order(stacks("3.6.0", "3.8.0", "?"))  # TOT's version unknown: the releases' order is still checked
+    P.check_order(stacks("3.6.0", "my-build", "3.9.0"))  # not a release: its place cannot be checked
 
 
 def test_a_release_spec_named_tot_keeps_its_own_file_and_numbers(tmp_path):
     spec = tmp_path / "tot.yaml"
     spec.write_text(f"name: tot\npython: {sys.executable}\n")
     golden = load_env_spec(spec)
-    made = B.release_stacks([str(spec)], "venv", golden, tmp_path, QUIET["log"])
+    made = P.release_stacks([str(spec)], "venv", golden, tmp_path, QUIET["log"])
     assert [s.key for s in made] == ["release-tot"]  # not runs/round-N/tot.csv, TOT's own file
-    assert made[0].key not in B.RESERVED
+    assert made[0].key not in P.RESERVED
 
 
 # ---------------------------------------------------------------------------------------------- --out
@@ -171,6 +172,6 @@ def test_resume_with_other_options_is_refused(tmp_path, cmp_csv, planned):
 
 def test_resume_with_other_cases_is_refused(tmp_path):
     rec = {"cases": ["k/a"], "reps": 3}
-    B.check_options(tmp_path, rec, resume=False)
+    P.check_options(tmp_path, rec, resume=False)
     with pytest.raises(HarnessError, match=r"--resume: --case differs .*was \['k/a'\], now \['k/b'\]"):
-        B.check_options(tmp_path, {**rec, "cases": ["k/b"]}, resume=True)
+        P.check_options(tmp_path, {**rec, "cases": ["k/b"]}, resume=True)
