@@ -223,7 +223,8 @@ def explain_steps(res: Outcome, log: Callable[[str], None] = print) -> None:
     cases (their compiled kernels before and after the step) into steps/GOOD..BAD/."""
     from harness.compare.compare import compare_files
     from harness.compare.store import write_compare
-    from harness.explain.explain import explain_cases, write_explain
+    from harness.explain.explain import explain_cases
+    from harness.explain.pages import write_explain
 
     plan = res.plan
     for e in res.steps:

@@ -24,7 +24,8 @@ def explain(
 ) -> None:
     """Diff the compiled kernels (resources, instruction mix, TTGIR, assembly) of regressed cases."""
     from harness.compare.store import meta_path
-    from harness.explain.explain import explain_comparison, write_explain
+    from harness.explain.explain import explain_comparison
+    from harness.explain.pages import write_explain
     from harness.outdir import prepare_out_dir
 
     inputs = [compare_csv, meta_path(compare_csv), golden_artifacts, tot_artifacts]

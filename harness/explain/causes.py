@@ -142,7 +142,7 @@ def _diff_size(kernels: list[KernelFacts]) -> str:
 
 
 def _num(v: Any, default: float | None = 0.0) -> Any:
-    """A resource's figure (explain.resources gives numbers, or None where the compiler did not say)."""
+    """A resource's figure (explain/facts.resources gives numbers, or None where the compiler did not say)."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 
 from harness.explain.causes import CLASSES, KernelFacts, classify, shares
-from harness.explain.explain import diff_kernels, explain_cases, load_kernel, write_explain
+from harness.explain.explain import diff_kernels, explain_cases, load_kernel
+from harness.explain.pages import write_explain
 
 
 def facts(g=None, t=None, gm=None, tm=None, ttgir=None, same=False, diff=()):

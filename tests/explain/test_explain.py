@@ -20,21 +20,17 @@ import pytest
 from harness.compare.compare import compare_files
 from harness.compare.store import write_compare
 from harness.errors import HarnessError
-from harness.explain.explain import (
+from harness.explain.explain import diff_kernels, explain_cases, headline, load_kernel, register_agnostic
+from harness.explain.facts import (
     amdgcn_mix,
     amdgcn_resources,
-    diff_kernels,
-    explain_cases,
-    headline,
-    load_kernel,
     nvidia_occupancy,
     ptx_mix,
-    register_agnostic,
     sass_instructions,
     sass_mix,
     ttgir_facts,
-    write_explain,
 )
+from harness.explain.pages import write_explain
 from harness.results.schema import COLUMNS
 from tests.conftest import DATA, ROOT, cli
 
