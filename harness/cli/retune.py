@@ -42,7 +42,7 @@ def retune(
     .html and .json; the same command again resumes from OUT (docs/retune.md)."""
     from harness.render.progress import console_driver
     from harness.render.terminal import stderr
-    from harness.retune.retune import Options
+    from harness.retune.model import Options
     from harness.retune.retune import retune as run_retune
     from harness.run.options import RunOptions, check_timeout
     from harness.run.precompile import default_compile_jobs

@@ -11,7 +11,8 @@ import harness.outdir
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.kernel_api.configs import config_dir
-from harness.retune.retune import Options, retune
+from harness.retune.model import Options
+from harness.retune.retune import retune
 from tests.bisect.known_times import comparison
 from tests.conftest import DATA
 

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 from harness.retune.guard import Measured
 from harness.retune.inputs import CaseInfo
 from harness.retune.measure import Cost
+from harness.retune.model import Options, Slot
 from harness.retune.placement import Lookup, resolve
-from harness.retune.retune import Options, Retune, Slot
+from harness.retune.retune import Retune
 from harness.verdict.rule import Rule
 
 OLD, NEW = {"BM": 128}, {"BM": 64}

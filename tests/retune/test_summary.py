@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError
-from harness.retune.retune import Options, Retune
+from harness.retune.model import Options
+from harness.retune.retune import Retune
 from tests.bisect.known_times import comparison
 
 
