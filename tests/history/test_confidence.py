@@ -102,7 +102,8 @@ def test_comparisons_stored_before_0003_have_no_confidence(tmp_path, capsys):
     from alembic import command
     from alembic.config import Config
 
-    from harness.history.store import MIGRATIONS, _engine
+    from harness.history.database import MIGRATIONS
+    from harness.history.database import make_engine as _engine
     from harness.history.url import resolve
 
     db = str(tmp_path / "old.sqlite")

@@ -239,7 +239,8 @@ def check_upgrade_from_previous_schema(db: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    from harness.history.store import MIGRATIONS, _engine
+    from harness.history.database import MIGRATIONS
+    from harness.history.database import make_engine as _engine
     from harness.history.url import resolve
 
     loc = resolve(db)
