@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.compare import join as J
 from harness.compare.notes import (
     SAME_GPU_WHY,
     UNCONFIRMED,
@@ -26,7 +27,7 @@ from harness.compare.notes import (
 from harness.errors import HarnessError, counted
 from harness.results.fastread import blank
 from harness.results.gpu import rows_on_other_gpus
-from harness.results.load import case_key, load_results, params_of
+from harness.results.load import load_results
 from harness.results.schema import STATUSES, TIMED_STATUSES
 from harness.verdict.confidence import CONFIDENCE, assess, may_regress
 from harness.verdict.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
@@ -141,114 +142,6 @@ class Comparison:
         }
 
 
-def _col(
-    df: pd.DataFrame, name: str, rows: np.ndarray | None, fill: object = "", *, copy: bool = True
-) -> pd.Series | np.ndarray:
-    """``df[name]`` taken at ``rows`` (-1 = no row → ``fill``; None: every row, in order, the usual same-suite
-    case: nothing to take). Floats come back as numpy (with ``copy=False`` and ``rows`` None, where the caller only
-    reads them, possibly the frame's own array: no fresh pages for it); text stays in pandas' (arrow-backed) string
-    arrays, whose ``take`` is cheap, unlike object arrays."""
-    n = len(df) if rows is None else len(rows)
-    if fill != "":
-        if name not in df.columns:
-            return np.full(n, np.nan)
-        if rows is None:
-            return df[name].to_numpy(dtype=np.float64, na_value=np.nan, copy=copy)
-        vals = df[name].to_numpy(dtype=np.float64, na_value=np.nan)
-        return pd.api.extensions.take(vals, rows, allow_fill=True, fill_value=np.nan)  # one pass, a new array
-    if name not in df.columns:
-        return blank(n)
-    col = df[name].astype("str")
-    if rows is None:
-        return col.reset_index(drop=True).fillna("")  # no copy
-    return pd.Series(col.array.take(rows, allow_fill=True)).fillna("")
-
-
-def _status_codes(df: pd.DataFrame, rows: np.ndarray | None) -> np.ndarray:
-    """Index into STATUSES of each taken row's status (``rows`` None: every row in order); -1 where there is no
-    row."""
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.array(df["status"].astype("str").array)
-        found = pc.index_in(arr, value_set=pa.array(list(STATUSES)))
-        codes = pc.fill_null(found, -1).to_numpy().astype(np.int8)
-    except ImportError:
-        codes = pd.Categorical(df["status"], categories=list(STATUSES)).codes.astype(np.int8)
-    if rows is None:
-        return codes
-    return np.where(rows >= 0, codes[np.where(rows >= 0, rows, 0)], -1).astype(np.int8)
-
-
-def _same_cases_same_order(golden: pd.DataFrame, tot: pd.DataFrame) -> bool:
-    if len(golden) != len(tot):
-        return False
-    return all(
-        bool((golden[c].reset_index(drop=True) == tot[c].reset_index(drop=True)).all()) for c in ("case_id", "kernel")
-    )
-
-
-@dataclass
-class _Joined:
-    """Two results frames joined: for every output row its golden row and TOT row (-1: none), and the statuses as
-    small ints (-1: no row)."""
-
-    golden: pd.DataFrame
-    tot: pd.DataFrame
-    gi: np.ndarray
-    ti: np.ndarray
-    gsc: np.ndarray
-    tsc: np.ndarray
-    #: gi and ti where they take something, None where they are every row of that frame, in order (row i is row i)
-    g_rows: np.ndarray | None = None
-    t_rows: np.ndarray | None = None
-    #: each frame's rep-time column, parsed once (reps.Column) for the interval and the notes; None: no rep times
-    rep_columns: dict[str, Any] = field(default_factory=dict)
-
-    def reps(self, side: str) -> Any:
-        """reps.Column of golden's (``side`` 'golden') or TOT's rep times; None where its file has none."""
-        if side not in self.rep_columns:
-            self.rep_columns[side] = rep_column(self.golden if side == "golden" else self.tot)
-        return self.rep_columns[side]
-
-
-def rep_column(df: pd.DataFrame) -> Any:
-    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes); None where no
-    cell holds any."""
-    if "rep_times_us" not in df.columns or not _holds_text(df["rep_times_us"]):
-        return None
-    from harness.verdict.reps import Column
-
-    return Column(_arrow_column(df["rep_times_us"]))
-
-
-def _join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[_Joined, list[str]]:
-    g_all = t_all = _same_cases_same_order(golden, tot)
-    if g_all:  # the usual case (one suite, both stacks): row i is row i, no hashing
-        gi = ti = np.arange(len(golden))
-    else:
-        keys = case_key(golden["kernel"], golden["case_id"], (tot["kernel"], tot["case_id"]))
-        gk, tk = keys[: len(golden)], keys[len(golden) :]
-        t_of_g = pd.Index(tk).get_indexer(gk)  # TOT row of each golden row, -1 if none
-        only_t = np.flatnonzero(~np.isin(tk, gk))
-        gi = np.concatenate([np.arange(len(golden)), np.full(len(only_t), -1)])
-        ti = np.concatenate([t_of_g, only_t])
-        g_all = len(only_t) == 0  # TOT's cases are golden's, in another order, or fewer
-    common = int(((gi >= 0) & (ti >= 0)).sum())
-    if common == 0:
-        raise HarnessError(
-            f"{golden_name} and {tot_name} have no (kernel, case_id) in common "
-            f"({len(golden)} vs {len(tot)} cases): are they results of the same suite?"
-        )
-    warnings = []
-    if common < 0.5 * max(len(golden), len(tot)):
-        warnings.append(f"only {common} of {len(golden)} golden / {len(tot)} TOT cases are in both files")
-    g_rows, t_rows = (None if g_all else gi), (None if t_all else ti)
-    gsc, tsc = _status_codes(golden, g_rows), _status_codes(tot, t_rows)
-    return _Joined(golden, tot, gi, ti, gsc, tsc, g_rows, t_rows), warnings
-
-
 def compare_frames(
     golden: pd.DataFrame,
     tot: pd.DataFrame,
@@ -280,12 +173,12 @@ def _compare(
 ) -> tuple[pd.DataFrame, list[str], dict[str, np.ndarray]]:
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
     its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous).
-    ``golden_reps``: golden's rep_column, started while TOT loaded (compare_files)."""
-    j, warnings = _join(golden, tot, golden_name, tot_name)
+    ``golden_reps``: golden's J.rep_column, started while TOT loaded (compare_files)."""
+    j, warnings = J.join(golden, tot, golden_name, tot_name)
     if golden_reps is not None:
         j.rep_columns["golden"] = golden_reps()
     _parse_reps(j)
-    gu, tu = _col(golden, "time_us", j.g_rows, np.nan), _col(tot, "time_us", j.t_rows, np.nan)
+    gu, tu = J.col(golden, "time_us", j.g_rows, np.nan), J.col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
     skip = STATUSES.index("skipped")
     in_g, in_t = j.gi >= 0, j.ti >= 0
@@ -294,7 +187,7 @@ def _compare(
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         pct = 100.0 * (tu - gu) / gu
-    cols = _case_columns(j, golden_name, tot_name)
+    cols = J.case_columns(j, golden_name, tot_name)
     cols.update(
         golden_us=gu,
         tot_us=tu,
@@ -302,11 +195,11 @@ def _compare(
         delta_pct=pct,
         limit_us=np.where(np.isnan(gu), np.nan, rule.limit_us(gu)),
         verdict=pd.Categorical.from_codes(vcode, categories=list(VERDICTS)),
-        golden_status=_status_column(j.gsc),
-        tot_status=_status_column(j.tsc),
-        golden_config=_col(golden, "config", j.g_rows),
+        golden_status=J.status_column(j.gsc),
+        tot_status=J.status_column(j.tsc),
+        golden_config=J.col(golden, "config", j.g_rows),
     )
-    tot_cfg = _col(tot, "config", j.t_rows)
+    tot_cfg = J.col(tot, "config", j.t_rows)
     # TOT's config only where it differs: the same config files serve both stacks, so this is usually empty
     differs = tot_cfg != cols["golden_config"]
     cols["tot_config"] = tot_cfg.where(differs, "") if differs.any() else blank(len(tot_cfg))
@@ -324,17 +217,17 @@ def _compare(
 
 
 def _labelled_evidence(
-    j: _Joined, kernels: Any, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule,
+    j: J.Joined, kernels: Any, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule,
     process_pct: np.ndarray | None,
 ) -> dict[str, np.ndarray] | None:  # fmt: skip
     """confirm.judge of the rows whose reps both files label with their worker process (``rep_procs``); None
     where either file labels none (a file of one process: judged by its reps alone, confidence.assess)."""
-    if not all("rep_procs" in df.columns and _holds_text(df["rep_procs"]) for df in (j.golden, j.tot)):
+    if not all("rep_procs" in df.columns and J.holds_text(df["rep_procs"]) for df in (j.golden, j.tot)):
         return None
     from harness.verdict.confirm import Side, judge
 
     sides = [
-        Side.parse(_col(df, "rep_times_us", rows).tolist(), _col(df, "rep_procs", rows).tolist())
+        Side.parse(J.col(df, "rep_times_us", rows).tolist(), J.col(df, "rep_procs", rows).tolist())
         for df, rows in ((j.golden, j.gi), (j.tot, j.ti))
     ]
     names = np.asarray(pd.Series(kernels).astype(str), dtype=object)
@@ -342,7 +235,7 @@ def _labelled_evidence(
 
 
 def _evidence(
-    j: _Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule, process_pct: np.ndarray | None = None,
+    j: J.Joined, gu: np.ndarray, tu: np.ndarray, vcode: np.ndarray, rule: Rule, process_pct: np.ndarray | None = None,
     labelled: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """How sure each timed verdict is, from both stacks' rep times (confidence.assess), widened by ``process_pct``
@@ -356,7 +249,7 @@ def _evidence(
     taken = ((j.golden, j.g_rows), (j.tot, j.t_rows))  # only read: the frames' own arrays where nothing is taken
     clocks = None
     if "sm_clock_mhz" in j.golden.columns and "sm_clock_mhz" in j.tot.columns:
-        clocks = tuple(_col(df, "sm_clock_mhz", rows, np.nan, copy=False) for df, rows in taken)
+        clocks = tuple(J.col(df, "sm_clock_mhz", rows, np.nan, copy=False) for df, rows in taken)
     ev = assess(gu, tu, vcode, rule, rep_texts, clocks, process_pct)
     if labelled is not None:
         from harness.verdict.confidence import clock_explains
@@ -373,7 +266,7 @@ def _evidence(
     return ev
 
 
-def _parse_reps(j: _Joined) -> None:
+def _parse_reps(j: J.Joined) -> None:
     """Both files' rep times parsed on threads of their own (each started once, golden's perhaps while TOT's file
     was still being checked) while the verdicts and the notes that need no reps are made: the interval and the
     rep-range notes then take their rows."""
@@ -383,63 +276,19 @@ def _parse_reps(j: _Joined) -> None:
             c.start()
 
 
-def _rep_texts(j: _Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
+def _rep_texts(j: J.Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
     """The rep-time cells of one side's ``rows`` (reps.Cells: parsed with Arrow, no Python string a cell), whose
     figures assess takes at ``near`` (Cells.stats_where); None where none of those holds any (as without the
     column: nothing to parse)."""
     column = j.reps(side)
     if column is None:
         return None
-    cells = column.at(None if _every_row(rows, column) else rows)
+    cells = column.at(None if J.every_row(rows, column) else rows)
     return cells if (cells.parsed((0,))[0] & near).any() else None
 
 
-def _every_row(rows: np.ndarray, column: Any) -> bool:
-    return len(rows) == len(column.arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all()))
-
-
-def _arrow_column(col: pd.Series) -> Any:
-    """A text column as Arrow large strings (nulls: empty cells), without a Python string each."""
-    import pyarrow as pa
-
-    col = col.astype("str")  # as _col reads it
-    to_arrow = getattr(col.array, "__arrow_array__", None)
-    arr = to_arrow() if to_arrow is not None else pa.array(col.astype(object).where(col.notna(), None).tolist())
-    return arr if pa.types.is_large_string(arr.type) else arr.cast(pa.large_string())
-
-
-def _holds_text(col: pd.Series) -> bool:
-    """Whether any cell of a text column holds a character: for Arrow's text, from each chunk's offsets alone
-    (a column nobody filled in, as most files' rep times, is not taken row by row only to find that out)."""
-    to_arrow = getattr(col.array, "__arrow_array__", None)
-    if to_arrow is not None:
-        chunks = to_arrow()
-        chunks = getattr(chunks, "chunks", [chunks])
-        if all(hasattr(c, "offsets") for c in chunks):
-            return any(len(c) and c.offsets[-1].as_py() > c.offsets[0].as_py() for c in chunks)
-    return bool(col.astype("str").str.len().any())
-
-
-def _status_column(codes: np.ndarray) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.where(codes < 0, len(STATUSES), codes), categories=[*STATUSES, ""])
-
-
-def _case_columns(j: _Joined, golden_name: str, tot_name: str) -> dict[str, Any]:
-    """What names and describes each case: golden's values, else TOT's (refusing a case described two ways)."""
-    cols: dict[str, Any] = {}
-    for c in ("kernel", "case_id"):
-        col = _col(j.golden, c, j.g_rows)
-        cols[c] = col if (j.gi >= 0).all() else col.where(j.gi >= 0, _col(j.tot, c, j.t_rows))
-    for c in ("params", "dtype", "peak"):
-        cols[c] = _same_case_column(j.golden, j.tot, j.g_rows, j.t_rows, c, cols, golden_name, tot_name)
-    for c in ("flops", "bytes"):  # a property of the case: golden's, else TOT's
-        gv, tv = _col(j.golden, c, j.g_rows, np.nan, copy=False), _col(j.tot, c, j.t_rows, np.nan, copy=False)
-        cols[c] = np.where(np.isnan(gv), tv, gv)
-    return cols
-
-
 def _notes(
-    j: _Joined, vcode: np.ndarray, pct: np.ndarray, labelled: dict[str, np.ndarray] | None = None
+    j: J.Joined, vcode: np.ndarray, pct: np.ndarray, labelled: dict[str, np.ndarray] | None = None
 ) -> pd.Categorical:
     """A note only for the few failed, unstable or flagged rows: codes into a small category list, '' elsewhere.
     ``labelled``: confirm.judge's evidence, whose unconfirmed flags say why they are not confident."""
@@ -469,30 +318,30 @@ def _notes(
     return pd.Categorical.from_codes(codes, categories=cats)
 
 
-def _unstable_notes(j: _Joined, add: Any) -> None:
+def _unstable_notes(j: J.Joined, add: Any) -> None:
     """'unstable reps', or the guard's reason where the results give one (a multi-GPU case whose ranks disagree:
     'golden unstable: ranks disagree: skew 6.0 % > 5 %')."""
     u = STATUSES.index("unstable")
     for label, sc, df, rows in (("golden", j.gsc, j.golden, j.gi), ("TOT", j.tsc, j.tot, j.ti)):
         hit = np.flatnonzero(sc == u)
-        errors = _col(df, "error", rows[hit]) if "error" in df.columns and len(hit) else [""] * len(hit)
+        errors = J.col(df, "error", rows[hit]) if "error" in df.columns and len(hit) else [""] * len(hit)
         for i, e in zip(hit, errors, strict=True):
             why = first_line(str(e)) if isinstance(e, str) and e.strip() else ""
             add(int(i), f"{label} unstable: {why}" if why else "unstable reps", join=bool(why))
 
 
-def _failure_notes(j: _Joined, add: Any) -> None:
+def _failure_notes(j: J.Joined, add: Any) -> None:
     status_names = np.asarray([*STATUSES, ""], dtype=object)  # code -1 → ""
     timed_codes = [STATUSES.index(s_) for s_ in TIMED_STATUSES]
     for label, sc, df, rows in (("TOT", j.tsc, j.tot, j.ti), ("golden", j.gsc, j.golden, j.gi)):
         failed = np.flatnonzero(~np.isin(sc, timed_codes) & (sc >= 0))
         if len(failed):
-            for i, e in zip(failed, _col(df, "error", rows[failed]), strict=True):
+            for i, e in zip(failed, J.col(df, "error", rows[failed]), strict=True):
                 # neither side timed: both statuses (a skip beside a failure reads failed_in_both)
                 add(int(i), f"{label} {status_names[sc[i]]}: {first_line(str(e))}".rstrip(": "))
 
 
-def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
+def _flag_notes(j: J.Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndarray, add: Any) -> None:
     """Why a flagged case may be noise: overlapping rep ranges, an SM clock that moved with the time."""
     g, t = j.golden, j.tot
     gc, tc = j.reps("golden"), j.reps("tot")
@@ -512,8 +361,8 @@ def _flag_notes(j: _Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.ndar
             if note:
                 add(int(i), note, join=False)
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
-        g_clk = _col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
-        t_clk = _col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
+        g_clk = J.col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
+        t_clk = J.col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
         known = (g_clk > 0) & (t_clk > 0)  # clock_note says nothing without both clocks: ask it only here
         known &= _clock_moved(g_clk, t_clk, pct[flagged])
         for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
@@ -529,37 +378,6 @@ def _clock_moved(golden_mhz: np.ndarray, tot_mhz: np.ndarray, delta_pct: np.ndar
         clock_pct = 100.0 * (golden_mhz / tot_mhz - 1.0)
         quiet = (np.abs(clock_pct) < 0.3) | (clock_pct * delta_pct <= 0) | (np.abs(clock_pct) < 0.5 * np.abs(delta_pct))
     return ~np.isnan(delta_pct) & ~quiet
-
-
-def _same_case_column(
-    golden: pd.DataFrame,
-    tot: pd.DataFrame,
-    gi: np.ndarray | None,
-    ti: np.ndarray | None,
-    c: str,
-    cols: dict[str, Any],
-    golden_name: str,
-    tot_name: str,
-) -> pd.Series:
-    """A column that describes the case (its parameters, dtype, roof): golden's value, else TOT's. Where both
-    have one and they differ, the same (kernel, case_id) names two different cases: refused. Parameters are
-    compared key by key where the texts differ (a version 1 file knows only B, M, N, K)."""
-    gv, tv = _col(golden, c, gi), _col(tot, c, ti)
-    g_empty = (gv == "").to_numpy()
-    differ = np.flatnonzero(~g_empty & (tv != "").to_numpy() & (gv != tv).to_numpy())
-    for i in differ:
-        if c == "params":
-            g, t = params_of(gv.iloc[i]), params_of(tv.iloc[i])
-            clash = sorted(k for k in set(g) & set(t) if g[k] != t[k])
-            if not clash:
-                continue
-            what = f"parameter {clash[0]} is {g[clash[0]]!r} in {golden_name} but {t[clash[0]]!r} in {tot_name}"
-        else:
-            what = f"column '{c}' is {gv.iloc[i]} in {golden_name} but {tv.iloc[i]} in {tot_name}"
-        raise HarnessError(f"case ({cols['kernel'][i]}, {cols['case_id'][i]}): {what}; same case_id, different case")
-    if g_empty.all():
-        return tv
-    return gv.where(~g_empty, tv) if g_empty.any() else gv
 
 
 def worst_first(table: pd.DataFrame) -> np.ndarray:
@@ -595,10 +413,10 @@ def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
 
 
 def _reps_started(load: Future[pd.DataFrame]) -> Any:
-    """rep_column of a frame under way, its parse started once it is loaded; None where it failed to load (the
+    """J.rep_column of a frame under way, its parse started once it is loaded; None where it failed to load (the
     load's error is raised where compare_files takes it) or holds no rep times."""
     frame = _frame_of(load)()
-    column = rep_column(frame) if frame is not None else None
+    column = J.rep_column(frame) if frame is not None else None
     return column.start() if column is not None else None
 
 
@@ -644,7 +462,7 @@ def compare_files(
         table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
-    labels = all("rep_procs" in df.columns and _holds_text(df["rep_procs"]) for df in (gdf, tdf))
+    labels = all("rep_procs" in df.columns and J.holds_text(df["rep_procs"]) for df in (gdf, tdf))
     if not labels and is_verdict(table["verdict"], ("regression", "improvement")).any():
         warnings.append(UNCONFIRMED)
     warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w] + aa_warnings

@@ -213,7 +213,7 @@ def test_holds_text_reads_arrow_offsets_as_the_strings_would():
     import pandas as pd
     import pyarrow as pa
 
-    from harness.compare.compare import _holds_text
+    from harness.compare.join import holds_text as _holds_text
     from harness.results.fastread import _text, blank
 
     def arrow(*chunks: pa.Array) -> pd.Series:

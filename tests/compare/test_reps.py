@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from harness.compare import compare as C
+from harness.compare import join as J
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
 from harness.verdict.reps import Column, overlapping, parse_plain
@@ -166,9 +167,9 @@ def test_clock_moved_is_false_only_where_clock_note_is_silent():
 def _old_rep_texts(j, side, rows, near):
     """compare._rep_texts before Arrow: Python strings."""
     df = j.golden if side == "golden" else j.tot
-    if "rep_times_us" not in df.columns or not C._holds_text(df["rep_times_us"]):
+    if "rep_times_us" not in df.columns or not J.holds_text(df["rep_times_us"]):
         return None
-    texts = C._col(df, "rep_times_us", rows[near])
+    texts = J.col(df, "rep_times_us", rows[near])
     return texts.to_numpy(dtype=object) if texts.str.len().any() else None
 
 
@@ -176,16 +177,16 @@ def _old_flag_notes(j, flagged, vcode, pct, add):
     """compare._flag_notes before Arrow: every flagged case's notes asked of notes.py."""
     g, t = j.golden, j.tot
     if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
-        g_reps = C._col(g, "rep_times_us", j.gi[flagged])
-        t_reps = C._col(t, "rep_times_us", j.ti[flagged])
+        g_reps = J.col(g, "rep_times_us", j.gi[flagged])
+        t_reps = J.col(t, "rep_times_us", j.ti[flagged])
         both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()
         for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
             note = overlap_note(str(gr), str(tr), C.VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
-        g_clk = C._col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
-        t_clk = C._col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
+        g_clk = J.col(g, "sm_clock_mhz", j.gi[flagged], np.nan)
+        t_clk = J.col(t, "sm_clock_mhz", j.ti[flagged], np.nan)
         known = (g_clk > 0) & (t_clk > 0)
         for i, gc, tc in zip(flagged[known], g_clk[known], t_clk[known], strict=True):
             note = clock_note(float(gc), float(tc), float(pct[i]))
