@@ -40,8 +40,7 @@ from harness.retune.search import SlotCase, SlotSearch
 from harness.retune.space import backend_of, build_space, config_key
 from harness.run.locks import lock_output
 from harness.run.orchestrate import Driver
-from harness.run.runner import resolve_timing
-from harness.run.workers import WorkerPool
+from harness.run.workers import WorkerPool, resolve_timing
 from harness.verdict.rule import Rule
 
 Log = Callable[[str], None]

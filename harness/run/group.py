@@ -159,3 +159,21 @@ def rank_times(answers: list[dict[str, Any]]) -> dict[str, Any]:
     if answers[slowest].get("dispatch_us"):
         out["dispatch_us"] = answers[slowest]["dispatch_us"]
     return out
+
+
+class FailedGroup:
+    """A worker group that could not start: every request to it fails with why, and the next case tries again."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def alive(self) -> bool:
+        return False
+
+    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return {"status": "runtime_error", "error": self.why}
+
+    def close(self) -> None:
+        pass
+
+    kill = close

@@ -17,7 +17,8 @@ from harness.inputs.suite import Case
 from harness.results.schema import sidecar_path
 from harness.run import schedule
 from harness.run.options import RunOptions
-from harness.run.runner import SuiteRun, labels_processes, lock_outputs
+from harness.run.passes import labels_processes
+from harness.run.runner import SuiteRun, lock_outputs
 from harness.run.sidecar import sidecar_triton, update_sidecar
 from harness.run.workers import WorkerPool
 from harness.verdict.remeasure import CHECKPOINT, Board, Remeasure, next_targets

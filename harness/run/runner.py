@@ -9,9 +9,6 @@ appended (fsync'ed) to OUT: a crash, a hang or a SIGKILL of the whole run loses 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -25,24 +22,32 @@ from harness.results import identity, integrity
 from harness.results.load import load_env, load_results
 from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
-from harness.run import schedule
-from harness.run.cases import CaseState, group_problem, rejudged, result_row
+from harness.run.cases import CaseState, group_problem, result_row
 from harness.run.gpu_state import gpu_state
-from harness.run.group import WorkerGroup, visible
+from harness.run.group import FailedGroup, WorkerGroup, visible
 from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
+from harness.run.passes import Passes, case_time, labels_processes, main_epoch
 from harness.run.precompile import precompile
 from harness.run.rocprof import read_traces
-from harness.run.sidecar import code_record, run_sidecar, smi_id, update_sidecar, write_sidecar
-from harness.run.workers import WorkerDied, WorkerPool, WorkerProc, WorkerTimeout, start_worker
+from harness.run.sidecar import PhaseClock, code_record, run_sidecar, smi_id, update_sidecar, write_sidecar
+from harness.run.workers import (
+    WorkerDied,
+    WorkerPool,
+    WorkerProc,
+    WorkerTimeout,
+    resolve_timing,
+    start_worker,
+    wrap_command,
+)
 from harness.verdict import stability
-from harness.verdict.remeasure import CHECKPOINT, Board, pooled_time
-from harness.worker.backends import BACKENDS, auto, backend, wrapper_of
+from harness.verdict.remeasure import Board
+from harness.worker.backends import backend, wrapper_of
 
 Progress = Callable[[str, int, int], None]
 
 
-class SuiteRun:
+class SuiteRun(Passes):
     """One env measuring a suite into OUT. :meth:`steps` is a generator that pauses before every timing request,
     yielding (round, case key), so that run_interleaved can alternate envs; it returns the counts per status."""
 
@@ -85,7 +90,7 @@ class SuiteRun:
             self.pool.start_ahead(self.spec, self.timing, self.log_dir, *self._start_args())
 
     def _start_args(self) -> tuple[list[str] | None, float, dict[str, str] | None]:
-        wrap = _wrap(self.timing, self.log_dir)
+        wrap = wrap_command(self.timing, self.log_dir)
         env = visible(self.opts.visible_gpus[:1]) if self.opts.visible_gpus else None
         return wrap, self.opts.mem_budget, env
 
@@ -123,10 +128,10 @@ class SuiteRun:
         try:
             hello = g.request({"op": "hello"}, timeout=300)
         except (WorkerTimeout, WorkerDied) as err:
-            return _Failed(f"the {world}-rank worker group did not start: {err}")
+            return FailedGroup(f"the {world}-rank worker group did not start: {err}")
         if hello.get("status") != "ok":
             g.kill()
-            return _Failed(f"the {world}-rank worker group did not start: {hello.get('error', '')}")
+            return FailedGroup(f"the {world}-rank worker group did not start: {hello.get('error', '')}")
         update_sidecar(self.out, groups={str(world): hello["info"].get("gpus")})
         return g
 
@@ -250,7 +255,7 @@ class SuiteRun:
 
     # ------------------------------------------------------------------------------------------ phases
     def steps(self) -> Generator[tuple[int, str], None, dict[str, int]]:
-        clock = _PhaseClock()
+        clock = PhaseClock()
         self._open()
         if self.idle:
             return self.counts
@@ -396,57 +401,7 @@ class SuiteRun:
             elif len(st.reps) == rnd and rnd == self.opts.reps:
                 self.total += stability.MAX_REPS - self.opts.reps  # two more reps to come for this case
 
-    def _remeasure(self, rnd: int) -> Generator[tuple[int, str], None, None]:
-        """Passes of extra reps for the held cases the driver names (Board.more), until it names none; then every
-        held case is written, its time pooled over all its reps where it got more."""
-        board, index = self.board
-        while True:
-            board.held[index] = {
-                st.key: (self._held_row(st), len(st.reps) - st.base_reps, st.key not in self.gave_up)
-                for st in self.held
-            }
-            yield rnd, CHECKPOINT
-            want = {st.key: len(st.reps) + board.more[st.key] for st in self.held if board.more.get(st.key)}
-            todo = [st for st in self.held if st.key in want and st.key not in self.gave_up]
-            if not todo:
-                break
-            if labels_processes(self.opts):  # every pass in processes of its own: it confirms the first pass
-                self._enter_epoch(schedule.FIRST_EXTRA_EPOCH + self.passes, rnd)
-            self.passes += 1
-            self.total += sum(want[st.key] - len(st.reps) for st in todo)
-            while todo:
-                yield from self._extra_round(rnd, todo)
-                rnd += 1
-                todo = [st for st in todo if len(st.reps) < want[st.key] and st.key not in self.gave_up]
-        for st in self.held:
-            self._finish(st, self._held_row(st))
-
-    def _extra_round(self, rnd: int, todo: list[CaseState]) -> Generator[tuple[int, str], None, None]:
-        """One extra rep of each case in ``todo``. A rep that fails (a hang, a crash) ends that case's
-        re-measuring and keeps what it had: nothing measured is dropped for a later failure."""
-        for st in todo:
-            st.request["rep"] = len(st.reps)
-            yield rnd, st.key
-            ans = self._ask(self._time_request(st))
-            if ans.get("status") != "ok" or ans.get("time_us") is None:
-                self.gave_up.add(st.key)
-                self._tick(st.case.case_id)
-            else:
-                self._record(st, ans)
-
-    def _held_row(self, st: CaseState) -> dict[str, Any]:
-        """A held case's row: the stability rule's while it has no extra reps, else its time pooled over all."""
-        row = st.final
-        if len(st.reps) > st.base_reps:
-            reps = list(st.reps)
-            value = case_time(st, len(reps), pooled_time(reps))
-            status, error = rejudged(st, row)
-            d = stability.Decision(False, value, status, tuple(reps), f"mean of {len(reps)}")
-            row = result_row(st, status, time_us=d.value, decision=d, timing=self.timing, error=error)
-        row["gpu"] = self._gpu_of(int(st.request["world_size"]))
-        return row
-
-    def _close(self, clean: bool, clock: _PhaseClock) -> None:
+    def _close(self, clean: bool, clock: PhaseClock) -> None:
         if clean and self.pool is not None and self.worker is not None and self.worker.trace_dir is None:
             self.pool.give(self.worker, self.info)  # (rocprofv3's worker must exit: its trace is read then)
             self.worker = None
@@ -462,66 +417,6 @@ class SuiteRun:
         if backend(self.timing).gpu:
             fields["gpu"] = {"after": gpu_state(smi_id(self.info))}
         update_sidecar(self.out, **fields)
-
-
-class _PhaseClock:
-    """Wall seconds of a run's phases, for the sidecar: where its time went. ``open_s``: starting the worker and
-    opening the files; then preparing and compiling, heating, the reps, re-measuring. In an interleaved run every
-    env's phases span the others' steps too."""
-
-    def __init__(self) -> None:
-        self.start = self.last = time.monotonic()
-        self.laps: dict[str, float] = {}
-
-    def lap(self, name: str) -> None:
-        now = time.monotonic()
-        self.laps[name] = round(now - self.last, 2)
-        self.last = now
-
-    def figures(self, finished: bool) -> dict[str, Any]:
-        return {**self.laps, "wall_s": round(time.monotonic() - self.start, 2), "finished": finished}
-
-
-class _Failed:
-    """A worker group that could not start: every request to it fails with why, and the next case tries again."""
-
-    def __init__(self, why: str):
-        self.why = why
-
-    def alive(self) -> bool:
-        return False
-
-    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return {"status": "runtime_error", "error": self.why}
-
-    def close(self) -> None:
-        pass
-
-    kill = close
-
-
-def labels_processes(opts: RunOptions) -> bool:
-    """Whether a run times its reps in several worker processes and labels each rep with its process
-    (``rep_procs``): the default; ``--processes 1`` is the one-process method of before, which writes no labels."""
-    return opts.processes > 1 or opts.fresh_process_rounds
-
-
-def main_epoch(opts: RunOptions, rnd: int) -> int:
-    """The worker process epoch of main round ``rnd`` (schedule.epoch_of_round; a new one every round with
-    --fresh-process-rounds)."""
-    if opts.fresh_process_rounds:
-        return min(rnd - 1, schedule.FIRST_EXTRA_EPOCH - 1)
-    return schedule.epoch_of_round(rnd, opts.reps, opts.processes)
-
-
-def case_time(st: CaseState, reps: int, otherwise: float | None) -> float | None:
-    """A timed case's time from its first ``reps`` reps where they came from several labelled processes: every
-    process's mean an equal vote (schedule.balanced_mean); ``otherwise`` (the stability rule's value, the pooled
-    mean of a re-measured case) for a run of one process."""
-    times, procs = st.reps[:reps], st.procs[:reps]
-    if st.label_procs and len(set(procs)) > 1:
-        return schedule.balanced_mean(times, procs)
-    return otherwise
 
 
 def log_dir(out: Path, opts: RunOptions) -> Path:
@@ -599,24 +494,3 @@ def _sidecar_groups(out: Path) -> dict[str, Any]:
         return json.loads(sidecar_path(out).read_text()).get("groups") or {}
     except (OSError, ValueError, AttributeError):
         return {}
-
-
-def resolve_timing(timing: str, info: dict[str, Any]) -> str:
-    """The timing backend ``auto`` stands for on the stack the worker reported (``info``); others as given."""
-    if timing != "auto":
-        return timing
-    installed = frozenset(b.wrapper for b in BACKENDS.values() if b.wrapper and shutil.which(b.wrapper))
-    return auto(str(info.get("backend") or "cuda"), installed)
-
-
-def _wrap(timing: str, log_dir: Path) -> list[str] | None:
-    """The command a worker timing by ``timing`` starts under (its backend's wrapper, a new output folder), or None."""
-    b = BACKENDS.get(timing)
-    if b is None or not b.wrapper:
-        return None
-    exe = shutil.which(b.wrapper)
-    if not exe:
-        raise HarnessError(f"timing {timing}: {b.wrapper} is not on PATH")
-    log_dir.mkdir(parents=True, exist_ok=True)
-    d = Path(tempfile.mkdtemp(prefix=f"{b.wrapper}-", dir=log_dir))
-    return [exe, *(str(d) if a == "{dir}" else a for a in b.wrapper_args)]

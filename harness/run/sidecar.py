@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,21 @@ def write_empty_part(spec: EnvSpec, opts: RunOptions, out: Path, suite_name: str
         "kernels": {},
     }
     write_sidecar(out, meta)
+
+
+class PhaseClock:
+    """Wall seconds of a run's phases, for the sidecar: where its time went. ``open_s``: starting the worker and
+    opening the files; then preparing and compiling, heating, the reps, re-measuring. In an interleaved run every
+    env's phases span the others' steps too."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self.last, 2)
+        self.last = now
+
+    def figures(self, finished: bool) -> dict[str, Any]:
+        return {**self.laps, "wall_s": round(time.monotonic() - self.start, 2), "finished": finished}

@@ -8,14 +8,17 @@ import itertools
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
+from harness.worker.backends import BACKENDS, auto
 
 #: the worker, run by path with each env's interpreter
 WORKER = Path(__file__).resolve().parent.parent / "worker" / "main.py"
@@ -278,3 +281,24 @@ def _hello(w: WorkerProc, spec: EnvSpec) -> dict[str, Any]:
         w.kill()
         raise HarnessError(f"env {spec.name}: {hello.get('error', 'worker failed').splitlines()[0]}")
     return hello["info"]
+
+
+def resolve_timing(timing: str, info: dict[str, Any]) -> str:
+    """The timing backend ``auto`` stands for on the stack the worker reported (``info``); others as given."""
+    if timing != "auto":
+        return timing
+    installed = frozenset(b.wrapper for b in BACKENDS.values() if b.wrapper and shutil.which(b.wrapper))
+    return auto(str(info.get("backend") or "cuda"), installed)
+
+
+def wrap_command(timing: str, log_dir: Path) -> list[str] | None:
+    """The command a worker timing by ``timing`` starts under (its backend's wrapper, a new output folder), or None."""
+    b = BACKENDS.get(timing)
+    if b is None or not b.wrapper:
+        return None
+    exe = shutil.which(b.wrapper)
+    if not exe:
+        raise HarnessError(f"timing {timing}: {b.wrapper} is not on PATH")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix=f"{b.wrapper}-", dir=log_dir))
+    return [exe, *(str(d) if a == "{dir}" else a for a in b.wrapper_args)]

@@ -133,14 +133,14 @@ def test_a_bad_trace_fails_its_reps_not_the_run(tmp_path):
 
 
 def test_rocprofv3_is_called_with_the_long_output_format_option(tmp_path, monkeypatch):
-    from harness.run import runner
+    from harness.run import workers as runner
 
     monkeypatch.setattr(runner.shutil, "which", lambda name: f"/opt/rocm/bin/{name}")
-    cmd = runner._wrap("rocprofv3", tmp_path)
+    cmd = runner.wrap_command("rocprofv3", tmp_path)
     assert cmd[:4] == ["/opt/rocm/bin/rocprofv3", "--kernel-trace", "--output-format", "csv"] and "-f" not in cmd
     out = Path(cmd[cmd.index("-d") + 1])
     assert out.is_dir() and out.parent == tmp_path and out.name.startswith("rocprofv3-")  # a new folder a start
-    assert runner._wrap("cupti", tmp_path) is None and runner._wrap("auto", tmp_path) is None
+    assert runner.wrap_command("cupti", tmp_path) is None and runner.wrap_command("auto", tmp_path) is None
 
 
 def test_empty_and_bom_traces():
