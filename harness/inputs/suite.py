@@ -32,6 +32,7 @@ import yaml
 from harness.errors import HarnessError, did_you_mean, unknown_key
 from harness.inputs.kernel import KERNELS_DIR, Kernel, load_kernel
 from harness.inputs.library import Library, Settings, settings
+from harness.inputs.shapes import zip_file
 from harness.kernel_api import spec as S
 from harness.kernel_api.configs import (
     LAUNCH_OPTION_KEYS,
@@ -164,69 +165,6 @@ def _kernels(value: Any, where: str, base: Path, cache: dict[str, Kernel]) -> li
                 raise HarnessError(f"{where}: {err}") from None
         out.append(cache[text])
     return out
-
-
-def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
-    """The points of ``zip: FILE``: a CSV file (a header of parameter names, one point a row) or a JSON file (a
-    list of objects), relative to the suite: shapes kept where a team keeps them (a model's layer shapes, a
-    benchmark script's list written out). Numbers are read as numbers; the parameters are checked as any zip's."""
-    import os
-
-    from harness.envs.schema import expand
-
-    label = f"{where}: zip: {value}"
-    path = base / os.path.expanduser(expand(value, label, os.environ))  # ${AITER_CHECKOUT}/op_tests/shapes.csv
-    if path.suffix.lower() not in (".csv", ".json"):
-        raise HarnessError(f"{label}: expected a .csv or .json file of points")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessError(f"{label}: no such file ({path})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise HarnessError(f"{label}: cannot read it: {err}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            points = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise HarnessError(f"{label}: line {err.lineno}: not valid JSON: {err.msg}") from None
-        return points if isinstance(points, list) else [points]
-    return _csv_points(text, label)
-
-
-def _csv_points(text: str, label: str) -> list[dict[str, Any]]:
-    import csv
-    import io
-
-    rows = list(csv.reader(io.StringIO(text)))
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows:
-        raise HarnessError(f"{label}: empty: expected a header of parameter names, then one point a row")
-    header = [h.strip() for h in rows[0]]
-    points = []
-    for n, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise HarnessError(f"{label}: line {n}: {len(row)} values for the header's {len(header)} names")
-        cells = [c.strip() for c in row]
-        empty = [h for h, c in zip(header, cells) if not c]
-        if empty:
-            raise HarnessError(f"{label}: line {n}: no value for {empty[0]!r}")
-        points.append({h: _number(c) for h, c in zip(header, cells)})
-    return points
-
-
-#: a CSV cell's booleans, as YAML, JSON and Python (a benchmark script's list written out) spell them
-BOOLS = {"true": True, "false": False}
-
-
-def _number(text: str) -> Any:
-    if text.lower() in BOOLS:
-        return BOOLS[text.lower()]
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _zip_points(value: Any, where: str) -> list[dict[str, Any]]:
