@@ -96,7 +96,7 @@ def env_unpack(
     force: Annotated[bool, typer.Option("--force", help="replace what DEST holds")] = False,
 ) -> None:
     """Check every part of a bundle (sizes, sha256) and unpack it as an overlay for `mode: overlay` env specs."""
-    from harness.envs.pack import unpack
+    from harness.envs.unpack import unpack
     from harness.render.progress import byte_bars
     from harness.render.terminal import stderr
 

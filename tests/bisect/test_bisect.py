@@ -246,8 +246,9 @@ def test_a_release_env_importing_another_triton_is_refused(tmp_path, cmp_csv, mo
     importing one Triton would compare a stack with itself."""
     from harness.bisect.model import Stack
     from harness.bisect.plan import probe_stacks
-    from harness.envs.pack import pack, unpack
+    from harness.envs.pack import pack
     from harness.envs.spec import load_env_spec, release_env
+    from harness.envs.unpack import unpack
     from tests.envs.wheels import shim_wheel
 
     golden = tmp_path / "g.yaml"

@@ -15,8 +15,9 @@ import pytest
 
 from harness.cli import main
 from harness.envs import bundle as B
-from harness.envs.pack import pack, read_bundle, unpack
+from harness.envs.pack import pack
 from harness.envs.spec import load_env_spec
+from harness.envs.unpack import read_bundle, unpack
 from harness.envs.venv import OVERLAY_MARKER, check_venv, probe
 from harness.errors import HarnessError
 from tests.conftest import ROOT
