@@ -122,3 +122,24 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     import hashlib
 
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_text_file(path: str | os.PathLike[str], missing: str, unreadable: str) -> str:
+    """A text file's content (UTF-8), or one line: ``missing`` where it is not there, ``unreadable`` + the reason
+    where it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(missing) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"{unreadable}: {err}") from None
+
+
+def temp_beside(option: str, path: Path, what: str) -> Path:
+    """A new hidden folder beside ``path`` (``.NAME.WHAT-…``) for work that is renamed into place when whole; one
+    line naming ``option`` where its folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{path.name}.{what}-", dir=path.parent))
+    except OSError as err:
+        raise HarnessError(f"{option} {path}: cannot write there: {err.strerror}") from None

@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ from typing import IO, Any
 from harness.envs import bundle as B
 from harness.envs.schema import OVERLAY_ROOT, release_version, same_version
 from harness.errors import HarnessError
-from harness.fsutil import write_text
+from harness.fsutil import temp_beside, write_text
 
 Progress = Callable[[str, int, int], None]  # (what, done bytes, total bytes)
 CHUNK = 1 << 20
@@ -83,11 +82,7 @@ def pack(
     if not 0 <= level <= 9:
         raise HarnessError(f"--level {level}: expected an xz preset from 0 (fastest) to 9 (smallest)")
     out = check_out(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.pack-", dir=out.parent))
-    except OSError as err:
-        raise HarnessError(f"--out {out}: cannot write there: {err.strerror}") from None
+    work = temp_beside("--out", out, "pack")
     try:
         whl = Path(wheel) if wheel else _download(version, python, arch, work, index_url, find_links, log)
         info = _check_wheel(whl, version)

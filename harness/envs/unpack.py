@@ -12,7 +12,6 @@ import lzma
 import os
 import shutil
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from harness.envs import bundle as B
 from harness.envs.pack import CHUNK, Progress, default_overlay, no_progress
 from harness.envs.venv import OVERLAY_MARKER, read_record
 from harness.errors import HarnessError
-from harness.fsutil import write_text
+from harness.fsutil import temp_beside, write_text
 from harness.outdir import refuse_overlap
 
 
@@ -127,11 +126,7 @@ def unpack(
                 f"--dest {dest}: exists and holds triton {old.get('version')}: pass --force to replace it, or choose another --dest"
             )
     _verify_parts(man, paths, progress)
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpack-", dir=dest.parent))
-    except OSError as err:
-        raise HarnessError(f"--dest {dest}: cannot write there: {err.strerror}") from None
+    tmp = temp_beside("--dest", dest, "unpack")
     try:
         files = _extract(man, paths, tmp, progress)
         record = {

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.fsutil import read_text_file
 
 
 def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
@@ -23,12 +24,7 @@ def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
     path = base / os.path.expanduser(expand(value, label, os.environ))  # ${AITER_CHECKOUT}/op_tests/shapes.csv
     if path.suffix.lower() not in (".csv", ".json"):
         raise HarnessError(f"{label}: expected a .csv or .json file of points")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessError(f"{label}: no such file ({path})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise HarnessError(f"{label}: cannot read it: {err}") from None
+    text = read_text_file(path, f"{label}: no such file ({path})", f"{label}: cannot read it")
     if path.suffix.lower() == ".json":
         try:
             points = json.loads(text)

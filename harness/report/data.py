@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.fsutil import read_text_file
 from harness.results.load import load_results, params_of
 from harness.results.schema import TIMED_STATUSES
 
@@ -101,12 +102,7 @@ def params_frame(df: pd.DataFrame) -> pd.DataFrame:
 def parse_vendor(path: Path) -> pd.DataFrame:
     """Vendor-baseline times: a CSV with kernel, case_id, vendor, vendor_us (benchmarks/vendor_baseline.py), or the
     markdown table of docs/vendor-ratios.md (``| kernel | B×M×N×K | ours µs | torch path | torch µs |``)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HarnessError(f"{path}: no such vendor baseline file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise HarnessError(f"{path}: cannot read the vendor baseline ({err})") from None
+    text = read_text_file(path, f"{path}: no such vendor baseline file", f"{path}: cannot read the vendor baseline")
     if path.suffix == ".md":
         return _vendor_markdown(text, path)
     try:
