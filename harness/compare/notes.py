@@ -73,17 +73,14 @@ def method_differences(golden_env: dict, tot_env: dict) -> list[str]:
 def part_differences(golden_env: dict, tot_env: dict) -> list[str]:
     """Warnings where the two files are not results of one selection: other suites (by file name: machines check
     the repository out in different folders), or other shards of one."""
-    from pathlib import Path
-
     out = []
-    gs, ts = (Path(str(e.get("suite") or "")).name for e in (golden_env, tot_env))
-    gc, tc = golden_env.get("suite_content"), tot_env.get("suite_content")
-    if gc and tc:  # what the suites hold decides, not where they sat or what they were called
-        if gc != tc:
+    gs, ts = identity.suite_name(golden_env), identity.suite_name(tot_env)
+    if identity.same_suite(golden_env, tot_env) is False:  # what the suites hold decides where both record it
+        if golden_env.get("suite_content") and tot_env.get("suite_content"):
             out.append(f"golden and TOT ran suites that hold other entries ({gs or '?'} and {ts or '?'}): only the "
                        "cases of both are compared")  # fmt: skip
-    elif gs and ts and gs != ts:
-        out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
+        else:
+            out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
     gsh, tsh = golden_env.get("shard"), tot_env.get("shard")
     if (gsh or tsh) and gsh != tsh:
         out.append(

@@ -51,12 +51,28 @@ def _clean(path: tuple[str, ...], v: Any) -> Any:
     return v
 
 
+def suite_name(env: Mapping[str, Any]) -> str:
+    """The suite's file name ('' unknown): what a message names it by (machines check a repository out in other
+    folders, so its path says nothing)."""
+    return Path(str(env.get("suite") or _at(env, ("run_options", "suite")) or "")).name
+
+
+def same_suite(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
+    """Whether two sidecars ran one suite: by what the suites hold where both record it, else by file name; None
+    where neither tells."""
+    ca, cb = a.get("suite_content"), b.get("suite_content")
+    if ca and cb:
+        return ca == cb
+    na, nb = suite_name(a), suite_name(b)
+    return na == nb if na and nb else None
+
+
 def _suite(env: Mapping[str, Any]) -> Any:
-    """The suite's content where recorded, else its file name (machines check a repository out in other folders)."""
+    """The suite's content where recorded, else its file name."""
     content = env.get("suite_content")
     if content:
         return ("content", content)
-    name = Path(str(env.get("suite") or _at(env, ("run_options", "suite")) or "")).name
+    name = suite_name(env)
     return ("name", name) if name else None
 
 

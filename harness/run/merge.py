@@ -54,26 +54,21 @@ def _env_of(part: Path) -> dict[str, Any]:
     return load_results(part).attrs["env"]
 
 
-def _suite_of(env: dict[str, Any]) -> str:
-    """The suite's file name (machines of one CI matrix check the repository out in different folders)."""
-    return Path(str(env.get("suite") or (env.get("run_options") or {}).get("suite") or "")).name
-
-
 def _check_identity(parts: list[Path], envs: list[dict[str, Any]]) -> None:
     """One suite (by its content where the sidecars record it, else by its file name); no shard twice (the
     parts of --gpus share their shard, each with its own GPUs); all N shards."""
-    contents = [(p, e.get("suite_content")) for p, e in zip(parts, envs)]
-    if all(c for _, c in contents):
-        for p, c in contents[1:]:
-            if c != contents[0][1]:
-                raise HarnessError(f"{p}: its suite ({_suite_of(envs[parts.index(p)])}) holds other entries than "
-                                   f"{contents[0][0]}'s ({_suite_of(envs[0])}): parts of one suite only")  # fmt: skip
+    contents = [e.get("suite_content") for e in envs]
+    if all(contents):
+        for p, e in zip(parts[1:], envs[1:]):
+            if identity.same_suite(envs[0], e) is False:
+                raise HarnessError(f"{p}: its suite ({identity.suite_name(e)}) holds other entries than "
+                                   f"{parts[0]}'s ({identity.suite_name(envs[0])}): parts of one suite only")  # fmt: skip
     else:
-        suites = [(p, _suite_of(e)) for p, e in zip(parts, envs) if _suite_of(e)]
-        for p, s in suites[1:]:
-            if s != suites[0][1]:
+        named = [(p, {"suite": identity.suite_name(e)}) for p, e in zip(parts, envs) if identity.suite_name(e)]
+        for p, e in named[1:]:
+            if identity.same_suite(named[0][1], e) is False:
                 raise HarnessError(
-                    f"{p}: suite {s} but {suites[0][0]} ran suite {suites[0][1]}: parts of one suite only"
+                    f"{p}: suite {e['suite']} but {named[0][0]} ran suite {named[0][1]['suite']}: parts of one suite only"
                 )
     seen: dict[tuple[str, Any], Path] = {}
     totals: dict[str, Path] = {}
