@@ -30,6 +30,7 @@ from harness.results.gpu import rows_on_other_gpus
 from harness.results.load import load_results
 from harness.results.schema import STATUSES, TIMED_STATUSES
 from harness.verdict.confidence import CONFIDENCE, assess, may_regress
+from harness.verdict.groupcheck import REFUSALS
 from harness.verdict.rule import BLOCKING, VERDICTS, Rule, is_verdict, verdict_codes
 
 COMPARE_COLUMNS = (
@@ -262,6 +263,9 @@ def _evidence(
             ev[name] = np.where(rows, labelled[name], ev[name])
         if "by_process" in ev:
             ev["by_process"] = ev["by_process"] & ~rows  # (an A/A's widening of them is in their interval)
+    refused = _guard_refused(j)
+    if refused.any():  # a time the multi-GPU guard refused measured something other than the op: never confident
+        ev["confidence"] = np.where(refused & (ev["confidence"] == 0), CONFIDENCE.index("ambiguous"), ev["confidence"])
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
@@ -316,6 +320,20 @@ def _notes(
     for i, text in note_of.items():
         codes[i] = pos[text]
     return pd.Categorical.from_codes(codes, categories=cats)
+
+
+def _guard_refused(j: J.Joined) -> np.ndarray:
+    """Rows where either side's time is one the multi-GPU guard refused (verdict/groupcheck.refused: ranks that
+    disagree beyond the barrier's release, a rep that differs from itself); the stability rule's ``unstable`` (the
+    median of five disagreeing reps) is judged like any time."""
+    u = STATUSES.index("unstable")
+    out = np.zeros(len(j.gi), dtype=bool)
+    for sc, df, rows in ((j.gsc, j.golden, j.gi), (j.tsc, j.tot, j.ti)):
+        hit = np.flatnonzero(sc == u)
+        if len(hit) and "error" in df.columns:
+            errors = J.col(df, "error", rows[hit])
+            out[hit] |= np.asarray([str(e).startswith(REFUSALS) for e in errors], dtype=bool)
+    return out
 
 
 def _unstable_notes(j: J.Joined, add: Any) -> None:
