@@ -121,25 +121,32 @@ def _read_frame(text: str, path: Path, ncols: int, raw: bytes | None = None) -> 
             pass
         except Exception:  # noqa: BLE001 - any pyarrow complaint: let the C reader explain it
             pass
+    # long rows found first: the C reader drops their extra cells with a warning only, and a warnings filter is the
+    # process's (a load on another thread, as compare reads both files at once, can restore it mid-read); a short
+    # row, a cut, is integrity.py's to name
+    ragged = _ragged_line(text, ncols, longer=True)
+    if ragged:
+        raise HarnessError(f"{path}: {ragged}not a well-formed CSV file (a row and the header disagree)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            return pd.read_csv(io.StringIO(text), index_col=False, **kw)
+            df = pd.read_csv(io.StringIO(text), index_col=False, **kw)
     except pd.errors.EmptyDataError:
         raise HarnessError(f"{path}: file is empty, expected a CSV header and rows") from None
     except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
         raise HarnessError(
             f"{path}: {_ragged_line(text, ncols)}not a well-formed CSV file ({str(err).strip().splitlines()[-1]})"
         ) from None
+    return df
 
 
-def _ragged_line(text: str, ncols: int) -> str:
-    """'line N: ' of the first row whose cell count differs from the header's (error path only)."""
+def _ragged_line(text: str, ncols: int, longer: bool = False) -> str:
+    """'line N: ' of the first row whose cell count differs from the header's (``longer``: exceeds it)."""
     reader = csv.reader(io.StringIO(text))
     next(reader, None)
     start = reader.line_num + 1
     for row in reader:
-        if row and len(row) != ncols:
+        if row and (len(row) > ncols if longer else len(row) != ncols):
             return f"line {start}: {len(row)} cells but the header has {ncols}; "
         start = reader.line_num + 1
     return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -233,3 +234,38 @@ def test_holds_text_reads_arrow_offsets_as_the_strings_would():
     }
     for name, col in cases.items():
         assert _holds_text(col) == bool(col.fillna("").astype(str).str.len().any()), name
+
+
+def test_a_time_the_multi_gpu_guard_refused_is_never_a_confident_verdict(tmp_path):
+    """verdict/groupcheck: ranks that disagree measured something other than the op, so compare may show the
+    difference but never claims it (no confident flag, nothing that blocks); the stability rule's `unstable`
+    (five reps that disagree) is judged like any other time."""
+    head = "kernel,case_id,time_us,status,rep_times_us,error\n"
+    (tmp_path / "g.csv").write_text(head + 'k,a,100.0,ok,"[100.0,100.1,99.9]",\nk,b,100.0,ok,"[100.0,100.1,99.9]",\n')
+
+    def tot(error: str) -> Path:
+        p = tmp_path / "t.csv"
+        p.write_text(
+            head + f'k,a,120.0,unstable,"[120.0,120.1,119.9]","{error}"\nk,b,120.0,ok,"[120.0,120.1,119.9]",\n'
+        )
+        return p
+
+    cmp = compare_files(tmp_path / "g.csv", tot("ranks disagree: skew 40.0 % > 5 %, 9.00 µs > 2 µs (rank_times_us)"))
+    table = cmp.table.set_index("case_id")
+    assert table.loc["b", ["verdict", "confidence"]].tolist() == ["regression", "confident"]
+    assert table.loc["a", ["verdict", "confidence"]].tolist() == ["regression", "ambiguous"]
+    assert table.loc["a", "note"].startswith("TOT unstable: ranks disagree")
+    again = compare_files(tmp_path / "g.csv", tot("no pair of 5 within 5%")).table.set_index("case_id")
+    assert again.loc["a", "confidence"] == "confident"  # the stability rule's unstable: judged as before
+
+
+def test_a_row_with_a_cell_too_many_is_refused_when_both_files_load_at_once(tmp_path):
+    """An unquoted comma in a cell makes a row one cell longer than the header. pandas' C reader drops the extra
+    cell with a warning only, and compare reads golden and TOT on two threads at once, where a warnings filter
+    (the process's) cannot make that an error: the loader counts the cells itself."""
+    head = "kernel,case_id,time_us,status,rep_times_us,error\n"
+    (tmp_path / "g.csv").write_text(head + 'k,a,100.0,ok,"[100.0]",\nk,b,100.0,ok,"[100.0]",\n')
+    (tmp_path / "t.csv").write_text(head + 'k,a,120.0,unstable,"[120.0]",skew 40 % > 5 %, 9 µs > 2 µs\nk,b,1,ok,,\n')
+    for _ in range(5):  # the race was there on some runs, not all
+        with pytest.raises(HarnessError, match=r"t\.csv: line 2: 7 cells but the header has 6; not a well-formed"):
+            compare_files(tmp_path / "g.csv", tmp_path / "t.csv")
