@@ -6,10 +6,8 @@ no interpreter work whose time a busy machine would stretch) is the same for eve
 The cases (tests/data/retune.yaml) and what TOT does to them, in units of 10 ms (every difference that matters is
 60 % or more, so a 25 % rule tells them apart on a busy machine, where a launch came back up to 5.5 ms late):
 
-* N=16: BLOCK_N 16 → 8 units, 32 → 5, 64 → 3, any other tile 9 (golden: 3 whatever the config): a regression
-  until BLOCK_N is 64, two moves from the seed of the ``any`` bucket, one from that of ``M_LEQ_16``. (Other tiles
-  at 9, not 5: with BLOCK_N 8 as fast as 32, the first move from 16 was a tie that the noise decided, and a search
-  that took 8 stopped there, next to nothing faster, on some CI runs);
+* N=16: BLOCK_N 16 → 8 units, 32 → 5, 64 → 3 (golden: 3 whatever the config): a regression until BLOCK_N is 64,
+  two moves from the seed of the ``any`` bucket, one from that of ``M_LEQ_16``;
 * N=32: 3 units up to BLOCK_N 32, 5 above (golden: 3): BLOCK_N 64 in the shared ``any`` bucket would slow it;
 * N=48, M=32: 8, 5, 3 as for N=16, but golden is 6 with BLOCK_N 64 (3 below): no fix is free for golden;
   N=48, M=64: 3 whatever the config;
@@ -52,7 +50,7 @@ def cost(M: int, N: int, config: dict, is_tot: bool) -> float:
         return (3.0 if b <= 32 else 5.0) + extra
     if N == 48 and M > 32:
         return 3.0 + extra
-    return {16: 8.0, 32: 5.0, 64: 3.0}.get(b, 9.0) + extra
+    return {16: 8.0, 32: 5.0, 64: 3.0}.get(b, 5.0) + extra
 
 
 def make_inputs(params, seed):
