@@ -75,12 +75,13 @@ def part_differences(golden_env: dict, tot_env: dict) -> list[str]:
     the repository out in different folders), or other shards of one."""
     out = []
     gs, ts = identity.suite_name(golden_env), identity.suite_name(tot_env)
-    if identity.same_suite(golden_env, tot_env) is False:  # what the suites hold decides where both record it
-        if golden_env.get("suite_content") and tot_env.get("suite_content"):
+    gc, tc = golden_env.get("suite_content"), tot_env.get("suite_content")
+    if gc and tc:  # what the suites hold decides, not where they sat or what they were called
+        if gc != tc:
             out.append(f"golden and TOT ran suites that hold other entries ({gs or '?'} and {ts or '?'}): only the "
                        "cases of both are compared")  # fmt: skip
-        else:
-            out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
+    elif gs and ts and gs != ts:
+        out.append(f"golden ran suite {gs} but TOT ran {ts}: only the cases of both are compared")
     gsh, tsh = golden_env.get("shard"), tot_env.get("shard")
     if (gsh or tsh) and gsh != tsh:
         out.append(

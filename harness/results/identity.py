@@ -57,16 +57,6 @@ def suite_name(env: Mapping[str, Any]) -> str:
     return Path(str(env.get("suite") or _at(env, ("run_options", "suite")) or "")).name
 
 
-def same_suite(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
-    """Whether two sidecars ran one suite: by what the suites hold where both record it, else by file name; None
-    where neither tells."""
-    ca, cb = a.get("suite_content"), b.get("suite_content")
-    if ca and cb:
-        return ca == cb
-    na, nb = suite_name(a), suite_name(b)
-    return na == nb if na and nb else None
-
-
 def _suite(env: Mapping[str, Any]) -> Any:
     """The suite's content where recorded, else its file name."""
     content = env.get("suite_content")

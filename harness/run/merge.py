@@ -59,17 +59,15 @@ def _check_identity(parts: list[Path], envs: list[dict[str, Any]]) -> None:
     parts of --gpus share their shard, each with its own GPUs); all N shards."""
     contents = [e.get("suite_content") for e in envs]
     if all(contents):
-        for p, e in zip(parts[1:], envs[1:]):
-            if identity.same_suite(envs[0], e) is False:
+        for p, e, c in zip(parts[1:], envs[1:], contents[1:]):
+            if c != contents[0]:
                 raise HarnessError(f"{p}: its suite ({identity.suite_name(e)}) holds other entries than "
                                    f"{parts[0]}'s ({identity.suite_name(envs[0])}): parts of one suite only")  # fmt: skip
     else:
-        named = [(p, {"suite": identity.suite_name(e)}) for p, e in zip(parts, envs) if identity.suite_name(e)]
-        for p, e in named[1:]:
-            if identity.same_suite(named[0][1], e) is False:
-                raise HarnessError(
-                    f"{p}: suite {e['suite']} but {named[0][0]} ran suite {named[0][1]['suite']}: parts of one suite only"
-                )
+        named = [(p, n) for p, n in zip(parts, map(identity.suite_name, envs)) if n]
+        for p, s in named[1:]:
+            if s != named[0][1]:
+                raise HarnessError(f"{p}: suite {s} but {named[0][0]} ran suite {named[0][1]}: parts of one suite only")
     seen: dict[tuple[str, Any], Path] = {}
     totals: dict[str, Path] = {}
     for p, e in zip(parts, envs):
