@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -86,6 +87,8 @@ def _line_numbers(text: str, nrows: int) -> np.ndarray:
 NA_VALUES = arrowcsv.NA_VALUES
 #: files above this many characters are read by pandas' pyarrow engine (the C reader below it)
 ARROW_CHARS = 1_000_000
+#: held while the C reader parses under the warnings filter that makes its ParserWarning an error (_read_frame)
+_PARSER_WARNINGS = threading.Lock()
 
 
 def _text(col: pd.Series) -> pd.Series:
@@ -121,32 +124,28 @@ def _read_frame(text: str, path: Path, ncols: int, raw: bytes | None = None) -> 
             pass
         except Exception:  # noqa: BLE001 - any pyarrow complaint: let the C reader explain it
             pass
-    # long rows found first: the C reader drops their extra cells with a warning only, and a warnings filter is the
-    # process's (a load on another thread, as compare reads both files at once, can restore it mid-read); a short
-    # row, a cut, is integrity.py's to name
-    ragged = _ragged_line(text, ncols, longer=True)
-    if ragged:
-        raise HarnessError(f"{path}: {ragged}not a well-formed CSV file (a row and the header disagree)")
     try:
-        with warnings.catch_warnings():
+        # the C reader drops a long row's extra cells with a warning only: made an error here. The warnings filter
+        # is the process's, and another thread's load (compare reads both files at once) restoring it mid-read let
+        # such a row through, truncated: one load at a time holds it
+        with _PARSER_WARNINGS, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(io.StringIO(text), index_col=False, **kw)
+            return pd.read_csv(io.StringIO(text), index_col=False, **kw)
     except pd.errors.EmptyDataError:
         raise HarnessError(f"{path}: file is empty, expected a CSV header and rows") from None
     except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
         raise HarnessError(
             f"{path}: {_ragged_line(text, ncols)}not a well-formed CSV file ({str(err).strip().splitlines()[-1]})"
         ) from None
-    return df
 
 
-def _ragged_line(text: str, ncols: int, longer: bool = False) -> str:
-    """'line N: ' of the first row whose cell count differs from the header's (``longer``: exceeds it)."""
+def _ragged_line(text: str, ncols: int) -> str:
+    """'line N: ' of the first row whose cell count differs from the header's (error path only)."""
     reader = csv.reader(io.StringIO(text))
     next(reader, None)
     start = reader.line_num + 1
     for row in reader:
-        if row and (len(row) > ncols if longer else len(row) != ncols):
+        if row and len(row) != ncols:
             return f"line {start}: {len(row)} cells but the header has {ncols}; "
         start = reader.line_num + 1
     return ""
