@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -265,7 +265,8 @@ def _evidence(
             ev["by_process"] = ev["by_process"] & ~rows  # (an A/A's widening of them is in their interval)
     refused = _guard_refused(j)
     if refused.any():  # a time the multi-GPU guard refused measured something other than the op: never confident
-        ev["confidence"] = np.where(refused & (ev["confidence"] == 0), CONFIDENCE.index("ambiguous"), ev["confidence"])
+        sure = ev["confidence"] == CONFIDENCE.index("confident")
+        ev["confidence"] = np.where(refused & sure, CONFIDENCE.index("ambiguous"), ev["confidence"])
     ev["confidence"] = pd.Categorical.from_codes(ev["confidence"], categories=list(CONFIDENCE))
     return ev
 
@@ -326,25 +327,27 @@ def _guard_refused(j: J.Joined) -> np.ndarray:
     """Rows where either side's time is one the multi-GPU guard refused (verdict/groupcheck.refused: ranks that
     disagree beyond the barrier's release, a rep that differs from itself); the stability rule's ``unstable`` (the
     median of five disagreeing reps) is judged like any time."""
-    u = STATUSES.index("unstable")
     out = np.zeros(len(j.gi), dtype=bool)
-    for sc, df, rows in ((j.gsc, j.golden, j.gi), (j.tsc, j.tot, j.ti)):
-        hit = np.flatnonzero(sc == u)
-        if len(hit) and "error" in df.columns:
-            errors = J.col(df, "error", rows[hit])
-            out[hit] |= np.asarray([str(e).startswith(REFUSALS) for e in errors], dtype=bool)
+    for _, hit, errors in _unstable_rows(j):
+        out[hit] |= np.asarray([e.startswith(REFUSALS) for e in errors], dtype=bool)
     return out
+
+
+def _unstable_rows(j: J.Joined) -> Iterator[tuple[str, np.ndarray, list[str]]]:
+    """Per side ('golden', 'TOT'): the output rows whose status is ``unstable``, and each one's error ('' none)."""
+    u = STATUSES.index("unstable")
+    for label, sc, df, rows in (("golden", j.gsc, j.golden, j.gi), ("TOT", j.tsc, j.tot, j.ti)):
+        hit = np.flatnonzero(sc == u)
+        errors = J.col(df, "error", rows[hit]) if "error" in df.columns and len(hit) else [""] * len(hit)
+        yield label, hit, [e if isinstance(e, str) else "" for e in errors]
 
 
 def _unstable_notes(j: J.Joined, add: Any) -> None:
     """'unstable reps', or the guard's reason where the results give one (a multi-GPU case whose ranks disagree:
     'golden unstable: ranks disagree: skew 6.0 % > 5 %')."""
-    u = STATUSES.index("unstable")
-    for label, sc, df, rows in (("golden", j.gsc, j.golden, j.gi), ("TOT", j.tsc, j.tot, j.ti)):
-        hit = np.flatnonzero(sc == u)
-        errors = J.col(df, "error", rows[hit]) if "error" in df.columns and len(hit) else [""] * len(hit)
+    for label, hit, errors in _unstable_rows(j):
         for i, e in zip(hit, errors, strict=True):
-            why = first_line(str(e)) if isinstance(e, str) and e.strip() else ""
+            why = first_line(e) if e.strip() else ""
             add(int(i), f"{label} unstable: {why}" if why else "unstable reps", join=bool(why))
 
 
