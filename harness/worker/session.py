@@ -10,7 +10,7 @@ import statistics
 import sys
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.worker import facts
 from harness.worker.backends import BACKENDS
@@ -27,6 +27,21 @@ from harness.worker.timing import Timer, auto_idle_s, auto_launches
 #: the timings a running worker can switch to (a wrapped one, rocprofv3, traces the process from its start: a new
 #: worker is started for it)
 SWITCHABLE = tuple(name for name, b in BACKENDS.items() if b.switchable)
+
+
+class _Rep(NamedTuple):
+    """One rep's launches as a timing loop gets them (Session._samples): ``op`` as warmed up, ``raw`` the launch
+    alone (a rank's GPU timers queue it behind their own barrier), the gap, sampler, input moves and ranks."""
+
+    op: Any
+    raw: Any
+    n: int
+    idle_s: float
+    sampler: Any
+    rehome: Any
+    every: int
+    step: Any
+    case: dict[str, Any]
 
 
 class Session:
@@ -382,24 +397,20 @@ class Session:
             # host barrier, each rank queueing it whenever its host gets there
             step, raw = None, op
         drive = getattr(self, f"_by_{BACKENDS[self.timing].timer}")
-        return drive(op, raw, n, idle_s, sampler, rehome, every, step, case)
+        return drive(_Rep(op, raw, n, idle_s, sampler, rehome, every, step, case))
 
     # one adapter per timing loop of worker/timing.Timer (backends.Backend.timer names it): (samples, dispatch)
-    def _by_cupti(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
-                  step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
-        return self.timer.cupti(raw, n, idle_s, sampler, rehome, every, step=step)
+    def _by_cupti(self, r: _Rep) -> tuple:
+        return self.timer.cupti(r.raw, r.n, r.idle_s, r.sampler, r.rehome, r.every, step=r.step)
 
-    def _by_events(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
-                   step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
-        return self.timer.events(raw, n, sampler, rehome, every, step=step), None
+    def _by_events(self, r: _Rep) -> tuple:
+        return self.timer.events(r.raw, r.n, r.sampler, r.rehome, r.every, step=r.step), None
 
-    def _by_markers(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
-                    step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
-        return self.timer.markers(op, n, int(case.get("index", 0)), int(case.get("rep", 0))), None
+    def _by_markers(self, r: _Rep) -> tuple:
+        return self.timer.markers(r.op, r.n, int(r.case.get("index", 0)), int(r.case.get("rep", 0))), None
 
-    def _by_wallclock(self, op: Any, raw: Any, n: int, idle_s: float, sampler: Any, rehome: Any, every: int,
-                      step: Any, case: dict[str, Any]) -> tuple:  # fmt: skip
-        return self.timer.wallclock(op, n), None
+    def _by_wallclock(self, r: _Rep) -> tuple:
+        return self.timer.wallclock(r.op, r.n), None
 
     # ------------------------------------------------------------------------------------------ others
     def context_lost(self) -> str:
