@@ -143,7 +143,7 @@ def combine(op: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def rank_times(answers: list[dict[str, Any]]) -> dict[str, Any]:
     """The rep's time and what it hides: each rank's time (its median) and the skew between them; the per-dispatch
-    times are the slowest rank's. With every rank's launch-by-launch samples (lockstep timing: launch i ran on
+    times and the second clock's are the slowest rank's. With every rank's launch-by-launch samples (lockstep timing: launch i ran on
     all GPUs together) the rep's time is the median over launches of the slowest rank's time of that launch — a
     collective ends when its slowest rank does — and the A/A self-check of harness/verdict/groupcheck.py is taken
     on that series; else the slowest rank's median."""
@@ -156,8 +156,9 @@ def rank_times(answers: list[dict[str, Any]]) -> dict[str, Any]:
         per_launch = [max(col) for col in zip(*series)]
         out["time_us"] = statistics.median(per_launch)
         out["halves_pct"] = halves_pct(per_launch)
-    if answers[slowest].get("dispatch_us"):
-        out["dispatch_us"] = answers[slowest]["dispatch_us"]
+    for part in ("dispatch_us", "clocks"):
+        if answers[slowest].get(part):
+            out[part] = answers[slowest][part]
     return out
 
 

@@ -362,7 +362,7 @@ class SuiteRun(Passes):
         """One rep of ``st`` from a worker's (or worker group's) answer: journaled, then kept."""
         entry = {"kind": "rep", "key": st.key, "time_us": ans["time_us"], "dispatch_us": ans.get("dispatch_us"),
                  "telemetry": ans.get("telemetry"), "proc": self.epoch}  # fmt: skip
-        for extra in ("rank_times_us", "halves_pct"):  # a worker group's
+        for extra in ("clocks", "rank_times_us", "halves_pct"):  # the second clock's; a worker group's
             if ans.get(extra) is not None:
                 entry[extra] = ans[extra]
         self.journal.add(entry)
@@ -378,7 +378,7 @@ class SuiteRun(Passes):
             got = found.get((st.request["index"], rnd - 1))
             if not isinstance(got, tuple):
                 why = got or (errors[0] if errors else "no marker-delimited record for this rep")
-                self._fail(st, {"error": f"rocprofv3: {why}"})
+                self._fail(st, {"status": "instrument", "error": f"rocprofv3: {why}"})
                 continue
             self._record(st, {"time_us": sorted(got[0])[len(got[0]) // 2], "dispatch_us": got[1]})
 

@@ -12,9 +12,10 @@ import time
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from harness.worker import facts
+from harness.worker import clocks, facts
 from harness.worker.backends import BACKENDS
 from harness.worker.cases import CaseFailed, CaseRun, Prepared, load_kernel, resolve_config, source_file
+from harness.worker.clocks import InstrumentError
 from harness.worker.delay import delay_of, delayed
 from harness.worker.errors import error_text, import_failure
 from harness.worker.group import Ranks, world_size
@@ -314,10 +315,16 @@ class Session:
         dev = self.nvml() if BACKENDS[self.timing].telemetry else None
         sampler = Sampler(dev) if dev is not None else NoSampler()
         try:
-            samples, dispatch = self._samples(op, raw, n, idle_s, sampler, rehome, case)
+            samples, dispatch, second = self._samples(op, raw, n, idle_s, sampler, rehome, case)
+            agreed = clocks.compare(samples, second) if second is not None else None
+        except InstrumentError as exc:
+            return {"case_id": case["case_id"], "status": "instrument", "error": f"timing: {exc}"}
         except Exception as exc:  # noqa: BLE001
             error = "timing: " + error_text(exc, (source_file(case["source"])[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
+        why = clocks.problem(agreed, statistics.median(samples)) if agreed is not None else ""
+        if why:
+            return {"case_id": case["case_id"], "status": "instrument", "error": f"timing: {why}", "clocks": agreed}
         broken = self.ranks.broken() if self.ranks is not None else ""
         if broken:  # the samples were taken out of lockstep: no time, and the worker exits (context_lost)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": "timing: " + broken}
@@ -328,6 +335,8 @@ class Session:
                 res["samples_us"] = [round(x, 4) for x in samples]
         if dispatch:
             res["dispatch_us"] = dispatch
+        if agreed is not None:
+            res["clocks"] = agreed
         if dev is not None:
             res["telemetry"] = sampler.summary()
         return res
@@ -399,18 +408,19 @@ class Session:
         drive = getattr(self, f"_by_{BACKENDS[self.timing].timer}")
         return drive(_Rep(op, raw, n, idle_s, sampler, rehome, every, step, case))
 
-    # one adapter per timing loop of worker/timing.Timer (backends.Backend.timer names it): (samples, dispatch)
+    # one adapter per timing loop of worker/timing.Timer (backends.Backend.timer names it):
+    # (samples, dispatch, the second clock's time of each sample or None: worker/clocks.py)
     def _by_cupti(self, r: _Rep) -> tuple:
         return self.timer.cupti(r.raw, r.n, r.idle_s, r.sampler, r.rehome, r.every, step=r.step)
 
     def _by_events(self, r: _Rep) -> tuple:
-        return self.timer.events(r.raw, r.n, r.sampler, r.rehome, r.every, step=r.step), None
+        return self.timer.events(r.raw, r.n, r.sampler, r.rehome, r.every, step=r.step), None, None
 
     def _by_markers(self, r: _Rep) -> tuple:
-        return self.timer.markers(r.op, r.n, int(r.case.get("index", 0)), int(r.case.get("rep", 0))), None
+        return self.timer.markers(r.op, r.n, int(r.case.get("index", 0)), int(r.case.get("rep", 0))), None, None
 
     def _by_wallclock(self, r: _Rep) -> tuple:
-        return self.timer.wallclock(r.op, r.n), None
+        return self.timer.wallclock(r.op, r.n), None, None
 
     # ------------------------------------------------------------------------------------------ others
     def context_lost(self) -> str:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.worker.clocks import InstrumentError
 from harness.worker.group import GATE_EVERY, HELPER_PREFIX
 from harness.worker.placement import launch_plan
 from harness.worker.telemetry import NoSampler
@@ -66,7 +67,7 @@ def attribute_dispatches(
 
     Returns one op time per invocation (the sum of its dispatches: split-K + reduce count as one op) and the
     median time of each dispatch name, leaving out the invocations numbered in ``drop`` (0-based, of the ``n``).
-    Raises if the number of invocations is not ``n``.
+    Raises InstrumentError if the number of invocations is not ``n`` (a record lost, or one of another launch).
     """
     groups: list[list[tuple[str, float]]] = []
     cur: list[tuple[str, float]] | None = None
@@ -81,7 +82,8 @@ def attribute_dispatches(
         groups.append(cur)
     groups = groups[-n:] if len(groups) >= n else groups
     if len(groups) != n or any(not g for g in groups):
-        raise RuntimeError(f"profiler saw {len(groups)} op invocations with kernels, expected {n}")
+        seen = sum(1 for g in groups if g)
+        raise InstrumentError(f"profiler saw {seen} op invocations with kernels, expected {n}")
     groups = [g for i, g in enumerate(groups) if i not in drop]
     per_name: dict[str, list[float]] = {}
     for g in groups:
@@ -223,12 +225,19 @@ class Timer:
         follows each move, its own flush-delimited invocation, dropped from the samples. With ``step`` (one rank
         of a multi-GPU case) the ranks meet once, then every launch is queued behind a device-side barrier of the
         ranks and the idle gap is a device-side wait (harness/worker/group.py): the op starts on every GPU
-        together, however each host was doing."""
+        together, however each host was doing.
+
+        Returns (op time of each timed launch, median of each dispatch, the events' time of each timed launch):
+        two CUDA events bracket every timed launch on its stream, the second clock of worker/clocks.py."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
         sampler = sampler or NoSampler()
         plan = launch_plan(n, every if rehome is not None else 0, warm)
+        # events mark the stream, they launch no kernel: the profiler's list of the op's kernels is unchanged
+        bracket_list = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                        for _, is_timed in plan if is_timed]  # fmt: skip
+        brackets = iter(bracket_list)
         self.flush()
         gates = Gates(step)
         with sampler, profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -251,13 +260,17 @@ class Timer:
                         sampler.busy = False
                         time.sleep(idle_s)
                     sampler.busy = True
+                    s, e = next(brackets)
+                    s.record()
                     op()
+                    e.record()
             finally:
                 gates.open()
             torch.cuda.synchronize()
             sampler.busy = False
         untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
-        return attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=untimed)
+        samples, dispatch = attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=untimed)
+        return samples, dispatch, [s.elapsed_time(e) * 1e3 for s, e in bracket_list]
 
     def _meet(self, step) -> None:  # noqa: ANN001
         """The ranks meet on the host once a rep, their GPUs idle: the launches after it are queued back to back."""

@@ -23,4 +23,11 @@ for env in ("golden", "tot", "golden-aa"):
         print(env, r["kernel"], r["case_id"], r["status"], r.get("time_us", ""), r["config"][:70], (r["error"] or "")[:160])
 PY
 tail -25 "$M/compare.txt"
-[ -n "${OUT:-}" ] && tar czf "$OUT/flaggems.tgz" -C "$RESULTS" plain-flaggems machine-flaggems.txt
+python3 lab/gpu_validation/clock_stats.py "$M"/golden.csv "$M"/tot.csv "$M"/golden-aa.csv > "$M/clocks.txt" 2>&1 || true
+head -30 "$M/clocks.txt"
+# the worst confident regression's compiled code, golden against TOT (needs RUN_ARGS=--artifacts)
+if [ -d "$M/golden.csv.artifacts" ] || ls "$M"/*.artifacts >/dev/null 2>&1; then
+  python3 -m harness explain "$M/compare.csv" --out "$M/explain" --limit 3 > "$M/explain.txt" 2>&1 || true
+  tail -15 "$M/explain.txt"
+fi
+[ -n "${OUT:-}" ] && tar czf "$OUT/flaggems.tgz" --exclude='*.artifacts' -C "$RESULTS" plain-flaggems machine-flaggems.txt

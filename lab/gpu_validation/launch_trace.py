@@ -87,7 +87,7 @@ def main() -> None:
         for r in range(a.reps):
             ptrs.clear()
             xq_seen.clear()
-            samples, disp = w.timer.cupti(op, n, idle, None, rehome if every else None, every, a.warm)
+            samples, disp, _ = w.timer.cupti(op, n, idle, None, rehome if every else None, every, a.warm)
             timed = [i for i, (_, t) in enumerate(plan) if t]
             launches = [
                 {

@@ -205,7 +205,7 @@ def measure(case: Any, ctx: dict[str, Any], launches: int) -> dict[str, Any] | N
     inputs = mod.make_inputs(case.params, int(case.params.get("seed", 0)))
     mod.launch(inputs, cfg)
     torch.cuda.synchronize()
-    est, _ = timer.cupti(lambda: mod.launch(inputs, cfg), 5, 0.0, step=ranks)
+    est, _, _ = timer.cupti(lambda: mod.launch(inputs, cfg), 5, 0.0, step=ranks)
     idle = auto_idle_s(ranks.max_over_ranks(statistics.median(est)))
     marks = torch.zeros((launches, 2), dtype=torch.int64, device="cuda")
     count = [0]
@@ -218,7 +218,7 @@ def measure(case: Any, ctx: dict[str, Any], launches: int) -> dict[str, Any] | N
         count[0] += 1
 
     before = clocks.offsets()
-    times, per_name = timer.cupti(op, launches, idle, step=ranks)
+    times, per_name, _ = timer.cupti(op, launches, idle, step=ranks)
     after = clocks.offsets()
     mine = {"times": times, "per_name": per_name, "marks": marks.cpu().tolist()}
     every: list[Any] = [None] * ranks.world

@@ -17,6 +17,8 @@
 #     shards                                      the sharded workflow: SHARDS shards, one per GPU, merge, compare
 #     history                                     ROUNDS of golden + TOT, each --record'ed, then the history
 #     gpus                                        SUITE golden + TOT on GPU 0, then on every GPU (--gpus all)
+#     clocks                                      issue 46: golden over CLOCK_SUITE (the library), each rep's
+#                                                 second clock against CUPTI: RESULTS/clocks/stats.txt
 #     plain                                       issue 42: the plain command, three-way (TAG, SUITE, FILTER,
 #                                                 GPUS, RUN_ARGS): RESULTS/plain-TAG/ and its stats
 #     mg-aa, mg-three, ceilings, mg-sweep         multi-GPU: A/A or three-way at W = 1, 2 (FILTER, TAG,
@@ -236,6 +238,16 @@ PY
         > "$M/compare-aa.txt" 2>&1 || true
       stamp "plain ${TAG:-run} end"
       python3 lab/gpu_validation/confirm_stats.py "$M" | tee "$M/stats.txt"
+      ;;
+    clocks)  # issue 46 item 3: the README's plain command, golden, over SUITE (default the library suite), every
+             # rep with its second clock (CUDA events around each launch); clock_stats.py → RESULTS/clocks/stats.txt
+      M="$R/clocks"; mkdir -p "$M"
+      stamp "clocks start"
+      hrun --env envs/golden.yaml --suite "${CLOCK_SUITE:-suites/library.yaml}" --out "$M/golden.csv" --resume \
+        > "$M/run.txt" 2>&1
+      stamp "clocks end"
+      tail -3 "$M/run.txt"
+      python3 lab/gpu_validation/clock_stats.py "$M/golden.csv" | tee "$M/stats.txt" | head -60
       ;;
     mg-aa|mg-three)  # W = 2 (and 1) in lockstep timing: golden twice (mg-aa), or golden, TOT and golden again
                      # (mg-three), reps interleaved; FILTER (mg-aa default: every W = 2 case; mg-three: W <= 2);

@@ -269,3 +269,16 @@ def test_a_row_with_a_cell_too_many_is_refused_when_both_files_load_at_once(tmp_
     for _ in range(5):  # the race was there on some runs, not all
         with pytest.raises(HarnessError, match=r"t\.csv: line 2: 7 cells but the header has 6; not a well-formed"):
             compare_files(tmp_path / "g.csv", tmp_path / "t.csv")
+
+
+def test_a_time_the_profiler_could_not_vouch_for_is_no_verdict(write):
+    """Status instrument (worker/clocks.py: the events around the launches disagreed with the profiler's records):
+    no time, so no regression or ok; it fails the gate as a TOT failure does, and the note says it was the
+    profiler, not the kernel."""
+    why = "timing: the events around each launch read 42.6 µs more than the profiler's 4.0 µs (bound 21.0)"
+    t = write("t.csv", HEADER + "k,a,1,1,1,1,fp16,,instrument,," + why + "\nk,b,1,1,1,1,fp16,10.0,ok,,\n")
+    g = write("g.csv", HEADER + "k,a,1,1,1,1,fp16,10.0,ok,,\nk,b,1,1,1,1,fp16,10.0,ok,,\n")
+    cmp = compare_files(g, t)
+    table = cmp.table.set_index("case_id")
+    assert table["verdict"].to_dict() == {"a": "failed_in_tot", "b": "ok"} and cmp.blocking == 1
+    assert table.loc["a", "note"] == "TOT instrument: " + why
