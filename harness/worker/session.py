@@ -322,7 +322,7 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             error = "timing: " + error_text(exc, (source_file(case["source"])[0],), self.repo)
             return {"case_id": case["case_id"], "status": "runtime_error", "error": error}
-        why = clocks.problem(agreed, statistics.median(samples)) if agreed is not None else ""
+        why = clocks.problem(agreed) if agreed is not None else ""
         if why:
             return {"case_id": case["case_id"], "status": "instrument", "error": f"timing: {why}", "clocks": agreed}
         broken = self.ranks.broken() if self.ranks is not None else ""

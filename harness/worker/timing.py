@@ -67,7 +67,8 @@ def attribute_dispatches(
 
     Returns one op time per invocation (the sum of its dispatches: split-K + reduce count as one op) and the
     median time of each dispatch name, leaving out the invocations numbered in ``drop`` (0-based, of the ``n``).
-    Raises InstrumentError if the number of invocations is not ``n`` (a record lost, or one of another launch).
+    Raises InstrumentError if the number of invocations is not ``n``, or if the timed invocations differ in their
+    number of dispatches (records lost).
     """
     groups: list[list[tuple[str, float]]] = []
     cur: list[tuple[str, float]] | None = None
@@ -85,6 +86,11 @@ def attribute_dispatches(
         seen = sum(1 for g in groups if g)
         raise InstrumentError(f"profiler saw {seen} op invocations with kernels, expected {n}")
     groups = [g for i, g in enumerate(groups) if i not in drop]
+    counts = sorted({len(g) for g in groups})
+    if len(counts) > 1:  # one op launches the same kernels every time: a launch short of its peers lost records
+        short = sum(len(g) < counts[-1] for g in groups)
+        raise InstrumentError(f"{short} of {len(groups)} launches have fewer dispatches ({counts[0]}) than the "
+                              f"others ({counts[-1]}): the profiler lost records")  # fmt: skip
     per_name: dict[str, list[float]] = {}
     for g in groups:
         for i, (name, us) in enumerate(g):

@@ -1,6 +1,6 @@
 """Profiler integrity (worker/clocks.py): the profiler's records of a rep checked against a second clock, the CUDA
-events around each launch. Faults are injected into what the profiler hands back (a record dropped, shifted to
-another launch, duplicated, mistimed) on top of a rep whose two clocks agree, as an H200 read them."""
+events around each launch. Faults are injected into what the profiler hands back (records dropped, shifted to
+another launch, duplicated, mistimed) on top of a rep whose two clocks agree."""
 
 from __future__ import annotations
 
@@ -33,8 +33,7 @@ def split_k(n: int = 20) -> tuple[list[list[tuple[str, float]]], list[float]]:
 def judged(launches: list[list[tuple[str, float]]], events: list[float]) -> str:
     """The worker's verdict on a rep: '' when its records stand, else why not (status ``instrument``)."""
     times, _ = attribute_dispatches(profiler_stream(launches), F, len(events))
-    summary = clocks.compare(times, events)
-    return clocks.problem(summary, sorted(times)[len(times) // 2])
+    return clocks.problem(clocks.compare(times, events))
 
 
 def test_a_rep_whose_clocks_agree_is_kept():
@@ -51,27 +50,40 @@ def test_a_dropped_launch_record_is_refused():
         judged(launches, events)
 
 
-def test_a_dropped_dispatch_is_refused_by_the_second_clock():
-    """HIP graph replay lost 26-65 % of dispatches (public ROCm issue): here every launch's gemm record is lost;
-    the launches are still all there, so only the events can tell the op took 40 µs more."""
+def test_dispatches_lost_at_random_are_refused():
+    """HIP graph replay lost 26-65 % of dispatches (a public ROCm issue): launches short of their peers."""
     launches, events = split_k()
-    launches = [[d for d in launch if d[0] != "gemm"] for launch in launches]
-    why = judged(launches, events)
-    assert "profiler missed part of the op" in why and "42.6 µs more" in why
+    for i in (2, 5, 11):
+        launches[i] = launches[i][:1]
+    with pytest.raises(InstrumentError, match=r"3 of 20 launches have fewer dispatches \(1\) than the others \(2\)"):
+        judged(launches, events)
 
 
-def test_records_shifted_to_other_launches_are_refused():
-    """Every launch's reduce record given to the launch before (a timestamp shift): the first reads short, the
-    rest long, longer than the events around them."""
+def test_the_same_dispatch_lost_from_every_launch_is_not_caught():
+    """The limit, said in worker/clocks.py: the events also hold the host's submission (84-420 µs on an H200),
+    so a profiler that loses the gemm of every launch alike still passes; the excess is recorded."""
     launches, events = split_k()
-    shifted = [[launches[i][0], launches[i + 1][1], launches[i + 1][1]] for i in range(19)] + [[launches[19][0]]]
-    assert "19 of 20 launches read longer by the profiler" in judged(shifted, events)
+    launches = [launch[1:] for launch in launches]
+    assert judged(launches, events) == ""
+    times, _ = attribute_dispatches(profiler_stream(launches), F, 20)
+    assert clocks.compare(times, events)["gap_us"] == 42.6
+
+
+def test_shifted_timestamps_are_refused():
+    """MI300X's timestamps before ROCm 6.4.2 (a public ROCm issue): each record's start read 5 µs early, so each
+    dispatch reads 5 µs long, and every launch longer than the events around it."""
+    launches, events = split_k()
+    shifted = [[(name, us + 5.0) for name, us in launch] for launch in launches]
+    assert "20 of 20 launches read longer by the profiler" in judged(shifted, events)
 
 
 def test_duplicated_records_are_refused():
     launches, events = split_k()
+    doubled = [launch + launch[:1] for launch in launches]  # every launch's gemm record twice
+    assert "20 of 20 launches read longer" in judged(doubled, events)
     doubled = [launch + launch[:1] if i % 2 else launch for i, launch in enumerate(launches)]
-    assert "10 of 20 launches read longer" in judged(doubled, events)
+    with pytest.raises(InstrumentError, match="10 of 20 launches have fewer dispatches"):
+        judged(doubled, events)  # in every other launch only: the others look short
 
 
 def test_one_launch_past_its_events_is_within_the_events_resolution_share():
