@@ -55,7 +55,21 @@ def test_dispatches_lost_at_random_are_refused():
     launches, events = split_k()
     for i in (2, 5, 11):
         launches[i] = launches[i][:1]
-    with pytest.raises(InstrumentError, match=r"3 of 20 launches have fewer dispatches \(1\) than the others \(2\)"):
+    with pytest.raises(InstrumentError, match=r"3 of 20 launches have fewer dispatches \(1\) than most \(2\)"):
+        judged(launches, events)
+
+
+def test_a_one_off_kernel_in_one_launch_is_the_ops_own():
+    """The multi-GPU kernel fills its signal pad in one launch of a rep (a W = 2 run on two H200s: 1 of 47 and
+    1 of 93 launches had 4 dispatches, the rest 3): allowed for one launch or 5 %, not for more."""
+    launches, events = split_k()
+    launches[0] = [("fill", 1.0), *launches[0]]
+    events[0] += 1.0
+    assert judged(launches, events) == ""
+    for i in (1, 2):
+        launches[i] = [("fill", 1.0), *launches[i]]
+        events[i] += 1.0
+    with pytest.raises(InstrumentError, match=r"3 of 20 launches have more dispatches \(3\) than most \(2\)"):
         judged(launches, events)
 
 
@@ -82,7 +96,7 @@ def test_duplicated_records_are_refused():
     doubled = [launch + launch[:1] for launch in launches]  # every launch's gemm record twice
     assert "20 of 20 launches read longer" in judged(doubled, events)
     doubled = [launch + launch[:1] if i % 2 else launch for i, launch in enumerate(launches)]
-    with pytest.raises(InstrumentError, match="10 of 20 launches have fewer dispatches"):
+    with pytest.raises(InstrumentError, match="10 of 20 launches have more dispatches"):
         judged(doubled, events)  # in every other launch only: the others look short
 
 
