@@ -1,8 +1,12 @@
-"""Output files that are never half-written and never written over an input.
+"""Output files that are never half-written and never written over an input or a file harness did not write.
 
 Every stage that writes a whole file (sidecars, compare CSV and metadata, markdown, reports) goes through
 :func:`atomic_write`: the bytes land in a temporary file beside the target, are fsync'ed, and replace it in one
 rename, so a reader (or a killed process) sees the old file or the new one, never a truncated mix.
+
+Every command that writes files checks them first with :func:`guard_outputs`, the one guard of output files
+(outdir.prepare_out_dir is its counterpart for output folders): no output is an input, no two outputs are one
+file, an existing file is replaced only where the option itself wrote it, and every path can be written.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -89,6 +94,37 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     if pa.exists() and pb.exists():
         return os.path.samefile(pa, pb)
     return pa.resolve() == pb.resolve()
+
+
+@dataclass(frozen=True)
+class Output:
+    """One file a command will write: the option that names it, the path (None: not asked for), which existing
+    file it may replace (``ours``; None: only an empty one) and what that is, for the refusal's line."""
+
+    option: str
+    path: str | os.PathLike[str] | None
+    ours: Callable[[Path], bool] | None = None
+    what: str = "a file this option wrote"
+
+
+def guard_outputs(outputs: Sequence[Output], inputs: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    """The one guard of a command's output files, before any work; one line and exit 2 for the first of:
+
+    - an output that is one of ``inputs`` (``--out golden.csv``), links and ``./`` resolved;
+    - two outputs that are one file (``--markdown`` where ``--out`` writes);
+    - an existing, non-empty file the option did not write (``ours``): harness replaces its own outputs, never a
+      user's file, a database or another command's output;
+    - a path that cannot be written (a folder in its place, a folder that cannot be made).
+    """
+    wanted = [o for o in outputs if o.path is not None]
+    refuse_overwrite({o.option: o.path for o in wanted}, [i for i in inputs if i is not None and str(i) != ""])
+    for k, a in enumerate(wanted):
+        for b in wanted[k + 1 :]:
+            if same_file(a.path, b.path):  # type: ignore[arg-type]
+                raise HarnessError(f"{b.option} {b.path} is where {a.option} writes: give each its own file")
+    for o in wanted:
+        refuse_foreign(o.option, o.path, o.ours or (lambda p: False), o.what)
+        check_writable(o.option, o.path)  # type: ignore[arg-type]
 
 
 def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None], inputs: list[str | os.PathLike[str]]) -> None:

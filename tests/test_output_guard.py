@@ -75,3 +75,48 @@ def test_an_output_the_user_made_is_never_written_over(command, inputs, tmp_path
     else:
         assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
         assert (mine / "notes.txt").read_text() == "the user's own notes\n"
+
+
+def test_one_guard_checks_every_output_file_in_one_order(tmp_path):
+    """fsutil.guard_outputs, the one guard of output files: an input, two outputs at one path, a file the option
+    did not write, a path that cannot be written; each one line naming the option."""
+    from harness.errors import HarnessError
+    from harness.fsutil import Output, guard_outputs
+
+    src, mine, ours = tmp_path / "in.csv", tmp_path / "mine.txt", tmp_path / "ours.csv"
+    src.write_text("a\n")
+    mine.write_text("the user's\n")
+    ours.write_text("harness\n")
+
+    def refused(outputs, inputs=()):
+        with pytest.raises(HarnessError) as err:
+            guard_outputs(outputs, inputs)
+        return str(err.value)
+
+    assert refused([Output("--out", src)], [src]) == f"--out {src} is the input {src}: refusing to overwrite it"
+    both = [Output("--out", tmp_path / "x.csv"), Output("--markdown", tmp_path / "." / "x.csv")]
+    assert refused(both) == f"--markdown {tmp_path / '.' / 'x.csv'} is where --out writes: give each its own file"
+    assert "--md " + str(mine) + ": exists and is not harness's markdown: refusing" in refused(
+        [Output("--md", mine, lambda p: p.read_text() == "harness\n", "harness's markdown")]
+    )
+    assert "is a directory" in refused([Output("--out", tmp_path)])
+    guard_outputs([Output("--out", ours, lambda p: p.read_text() == "harness\n"), Output("--md", None)], [src])
+    (tmp_path / "empty.txt").write_text("")
+    guard_outputs([Output("--out", tmp_path / "empty.txt")])  # an empty file has nothing to lose
+    assert mine.read_text() == "the user's\n" and ours.read_text() == "harness\n"
+
+
+def test_no_stage_checks_an_output_file_by_itself():
+    """The pieces of the guard (refuse_overwrite, refuse_foreign, check_writable) are called through
+    guard_outputs only, so a new output cannot take one check and forget another; the history database's --db
+    is opened, not written over, and checks only that it can be written."""
+    import re
+
+    allowed = {"harness/fsutil.py", "harness/history/database.py"}
+    found = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if rel not in allowed and re.search(r"\b(refuse_overwrite|refuse_foreign|check_writable)\(", text):
+            found.append(rel)
+    assert found == []

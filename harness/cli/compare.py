@@ -90,33 +90,22 @@ def compare(
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.compare.paths import meta_path
-    from harness.fsutil import check_writable, refuse_foreign, refuse_overwrite, same_file, write_text
+    from harness.fsutil import Output, guard_outputs, write_text
     from harness.results.arrowcsv import prefetch
     from harness.results.schema import sidecar_path
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")
     rule = rule_of(rel, abs_us, min_golden_us)
-    outputs = {"--out": out, "--out's .meta.json": meta_path(out) if out else None, "--markdown": markdown}
     inputs = [golden, tot, *([aa] if aa else [])]
-    refuse_overwrite(outputs, [*inputs, *map(sidecar_path, inputs)])
-    if out and markdown and (same_file(out, markdown) or same_file(meta_path(out), markdown)):
-        raise HarnessError(f"--markdown {markdown} is where --out writes: give each its own file")
-    if out:
-        from harness.history.record import kind_of
-
-        refuse_foreign("--out", out, lambda p: kind_of(p) == "compare", "a comparison (harness compare's CSV)")
-    if markdown:
-        from harness.render.vocabulary import MARKDOWN_MARKER
-
-        def marked(p: Path) -> bool:
-            with p.open("rb") as f:
-                return f.readline().startswith(MARKDOWN_MARKER.encode())
-
-        refuse_foreign("--markdown", markdown, marked, "harness compare's markdown")
-    for option, path in outputs.items():
-        if path is not None:
-            check_writable(option, path)
+    guard_outputs(
+        [
+            Output("--out", out, _comparison, "a comparison (harness compare's CSV)"),
+            Output("--out's .meta.json", meta_path(out) if out else None, _compare_meta, "a comparison's .meta.json"),
+            Output("--markdown", markdown, _compare_markdown, "harness compare's markdown"),
+        ],
+        [*inputs, *map(sidecar_path, inputs)],
+    )
     if record:
         from harness.history.record import check_record
 
@@ -216,3 +205,28 @@ def _arrow_allocator() -> None:
 
     with contextlib.suppress(NotImplementedError):
         pa.set_memory_pool(pa.jemalloc_memory_pool())
+
+
+# which existing file each output of compare may replace: the one compare wrote there (fsutil.guard_outputs)
+def _comparison(path: Path) -> bool:
+    from harness.history.record import kind_of
+
+    return kind_of(path) == "compare"
+
+
+def _compare_markdown(path: Path) -> bool:
+    from harness.render.vocabulary import MARKDOWN_MARKER
+
+    with path.open("rb") as f:
+        return f.readline().startswith(MARKDOWN_MARKER.encode())
+
+
+def _compare_meta(path: Path) -> bool:
+    """Whether ``path`` is the .meta.json `harness compare --out` writes beside its CSV (it counts the verdicts)."""
+    import json
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("counts"), dict)

@@ -102,18 +102,17 @@ def _emit(db: str | None, df: Any, csv: bool, out: Path | None, table: Any) -> N
     from harness.history.render import to_csv
 
     if out is not None:
-        from harness.fsutil import check_writable, refuse_foreign, same_file, write_text
+        from harness.fsutil import Output, guard_outputs, same_file, write_text
         from harness.history.url import resolve
 
         loc = resolve(db)
         if loc.path is not None and same_file(out, loc.path):
             raise HarnessError(f"--out {out} is the history database: refusing to write a CSV over it")
-        check_writable("--out", out)
         text = to_csv(df)
         header = text.split("\n", 1)[0]
         # a file is replaced only when it is this very export (its header): never a database, a results file or a
         # user's file that happens to sit at that path
-        refuse_foreign("--out", out, lambda f: _first_line(f) == header, "this `harness history` export")
+        guard_outputs([Output("--out", out, lambda f: _first_line(f) == header, "this `harness history` export")])
         write_text(out, text)
         print(f"wrote {len(df)} rows to {out}")
     elif csv:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, counted
-from harness.fsutil import atomic_write, refuse_overwrite
+from harness.fsutil import Output, atomic_write, guard_outputs
 from harness.inputs.suite import load_suite
 from harness.results import identity, integrity
 from harness.results.gpu import gpu_field
@@ -103,8 +103,13 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     """Write ``out`` (+ sidecar) from ``parts``; returns counts per status."""
     if not parts:
         raise HarnessError("harness merge: no parts given")
-    refuse_overwrite({"--out": out, "--out's sidecar": sidecar_path(out)}, [*parts, *map(sidecar_path, parts)])
-    refuse_foreign(out)
+    guard_outputs(
+        [
+            Output("--out", out, merged, "a file `harness merge` wrote"),
+            Output("--out's sidecar", sidecar_path(out), ours, "a sidecar harness wrote"),
+        ],
+        [*parts, *map(sidecar_path, parts)],
+    )
     envs = check_parts(parts)
     header, rows, seen = None, [], {}
     for p in parts:
@@ -139,17 +144,23 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     return counts
 
 
-def refuse_foreign(out: Path) -> None:
-    """An existing --out is replaced only when an earlier merge wrote it (its sidecar lists the parts): a results
-    file of a run, a comparison or any other file there is refused, not overwritten."""
-    if not out.exists() or (out.is_file() and not out.stat().st_size):
-        return
+def merged(out: Path) -> bool:
+    """Whether ``out`` is a file an earlier merge wrote (its sidecar lists the parts): the one existing --out a
+    merge replaces; a results file of a run, a comparison or any other file there is refused, not overwritten."""
     try:
         meta = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
-        meta = None
-    if not (isinstance(meta, dict) and isinstance(meta.get("parts"), list)):
-        raise HarnessError(f"--out {out}: exists and is not a file `harness merge` wrote: choose a new --out")
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("parts"), list)
+
+
+def ours(sidecar: Path) -> bool:
+    """Whether an existing sidecar at --out's is harness's (a run's or a merge's), which a merge may replace."""
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(meta, dict) and ("schema_version" in meta or isinstance(meta.get("parts"), list))
 
 
 def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.fsutil import check_writable
+from harness.fsutil import Output, guard_outputs
 from harness.inputs.suite import Case
 from harness.results import identity, integrity
 from harness.results.load import load_env, load_results
@@ -481,10 +481,11 @@ def lock_outputs(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, suite_name:
 
 
 def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
-    """OUT can be written, and holds no results unless this run resumes it."""
-    check_writable(option, out)
-    if out.exists() and out.stat().st_size and not opts.resume:
+    """OUT holds no results unless this run resumes it (then only its own: resume.check_resume reads it), and can
+    be written (fsutil.guard_outputs)."""
+    if out.exists() and out.is_file() and out.stat().st_size and not opts.resume:
         raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
+    guard_outputs([Output(option, out, lambda p: opts.resume, "results to resume")])
 
 
 def _sidecar_groups(out: Path) -> dict[str, Any]:
