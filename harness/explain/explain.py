@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -87,17 +87,55 @@ def load_kernel(root: Path, kid: str) -> Kernel:
     return Kernel(kid, folder, meta)
 
 
-def pair_kernels(golden: list[Kernel], tot: list[Kernel]) -> list[tuple[Kernel | None, Kernel | None]]:
-    """Match the two stacks' kernels of one case by name, in launch order."""
-    pairs: list[tuple[Kernel | None, Kernel | None]] = []
+#: the order of an autotuned op's pairs on its page (pair_kernels)
+PAIR_ORDER = {"each": 0, "tot": 1, "golden": 2, "": 3}
+
+
+def launched_with(k: Kernel | None) -> dict[str, Any]:
+    """The scalar keyword arguments the kernel was first launched with (worker/artifacts.capture_compiled; {} in
+    artifacts of an older harness)."""
+    launch = k.meta.get("launch") if k is not None else None
+    return launch if isinstance(launch, dict) else {}
+
+
+def ran(k: Kernel | None, config: Any) -> bool:
+    """Whether ``k`` was launched with the row's ``config`` (the config the case ran, as the library chose it):
+    every key of the config its launch names agrees, and it names one."""
+    launch = launched_with(k)
+    shared = [key for key in (config if isinstance(config, dict) else {}) if key in launch]
+    return bool(shared) and all(launch[key] == config[key] for key in shared)
+
+
+def pair_kernels(
+    golden: list[Kernel], tot: list[Kernel], golden_config: Any = None, tot_config: Any = None
+) -> list[tuple[Kernel | None, Kernel | None, str]]:
+    """Match the two stacks' kernels of one case by name, in launch order, and where an autotuned op compiled
+    several candidates of one name, by the arguments each was launched with (one config under both compilers).
+    Each pair says what it is: 'each' (the kernels each stack ran, where they ran other configs: the rows'
+    ``config``), 'tot' or 'golden' (the config that stack ran, compiled by both), '' (a candidate only tried, or
+    nothing says); in that order."""
+    pairs: list[tuple[Kernel | None, Kernel | None, str]] = []
     rest = list(tot)
     for g in golden:
-        t = next((k for k in rest if k.name == g.name), None)
+        named = [k for k in rest if k.name == g.name]
+        t = next((k for k in named if launched_with(k) and launched_with(k) == launched_with(g)), None)
+        t = t or (named[0] if named else None)
         if t is not None:
             rest.remove(t)
-        pairs.append((g, t))
-    pairs += [(None, t) for t in rest]
-    return pairs
+        pairs.append((g, t, ""))
+    pairs += [(None, t, "") for t in rest]
+    g_ran = next((g for g in golden if ran(g, golden_config)), None)
+    t_ran = next((t for t in tot if ran(t, tot_config)), None)
+    if g_ran is None and t_ran is None:
+        return pairs
+    labelled = []
+    for g, t, _ in pairs:
+        what = ("each" if g is g_ran and t is t_ran else "tot" if t is t_ran and t is not None else
+                "golden" if g is g_ran and g is not None else "")  # fmt: skip
+        labelled.append((g, t, what))
+    if g_ran is not None and t_ran is not None and not any(g is g_ran and t is t_ran for g, t, _ in labelled):
+        labelled.insert(0, (g_ran, t_ran, "each"))
+    return sorted(labelled, key=lambda p: PAIR_ORDER[p[2]])
 
 
 # ------------------------------------------------------------------------------------------ the diff
@@ -188,6 +226,8 @@ class KernelDiff:
     same_binary: bool
     structural: list[str] = field(default_factory=list)  # register numbers dropped
     facts: KernelFacts | None = None  # the raw figures the likely cause is read from (causes.py)
+    #: which pair this is where the op chose among candidates (pair_kernels): 'each', 'tot', 'golden' or ''
+    ran: str = ""
 
     @property
     def diff_name(self) -> str:
@@ -255,7 +295,9 @@ class CaseExplain:
 
     def causes(self) -> list[Cause]:
         """The likely causes of this case's change, most likely first (causes.py)."""
-        facts = [kd.facts for kd in self.diffs if kd.facts is not None]
+        # where the op chose among candidates, the kernels it ran tell the cause, not the ones it only tried
+        chosen = [kd for kd in self.diffs if kd.ran] or self.diffs
+        facts = [kd.facts for kd in chosen if kd.facts is not None]
         return classify(facts, _config(self.row.get("golden_config")), _config(self.row.get("tot_config")))
 
 
@@ -336,7 +378,7 @@ def explain_comparison(
     g_art = dict(zip(g_df["kernel"] + "/" + g_df["case_id"], text(g_df["artifacts"])))
     t_art = dict(zip(t_df["kernel"] + "/" + t_df["case_id"], text(t_df["artifacts"])))
     out = []
-    diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], list[KernelDiff]] = {}
+    diffs: dict[tuple[tuple[str, ...], tuple[str, ...], str], list[KernelDiff]] = {}
     for rec in table.to_dict("records"):
         key = f"{rec['kernel']}/{rec['case_id']}"
         gids = [x for x in g_art.get(key, "").split(";") if x]
@@ -345,11 +387,13 @@ def explain_comparison(
         if not gids or not tids:
             ce.problem = f"no artifacts for this case in {labels[0] if not gids else labels[1]} (not compiled?)"
         else:
-            pair = (tuple(gids), tuple(tids))
-            if pair not in diffs:  # cases sharing their compiled kernels share one diff
+            configs = _config(rec.get("golden_config")), _config(rec.get("tot_config"))
+            pair = (tuple(gids), tuple(tids), json.dumps(configs, sort_keys=True, default=str))
+            if pair not in diffs:  # cases sharing their compiled kernels and configs share one diff
                 gk = [load_kernel(g_root, i) for i in gids]
                 tk = [load_kernel(t_root, i) for i in tids]
-                diffs[pair] = [diff_kernels(a, b, labels) for a, b in pair_kernels(gk, tk)]
+                diffs[pair] = [replace(diff_kernels(a, b, labels), ran=what)
+                               for a, b, what in pair_kernels(gk, tk, *configs)]  # fmt: skip
             ce.diffs = diffs[pair]
         out.append(ce)
     if out and dropped:  # never a silent cut: the index and the terminal say how many were left out

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from harness.explain.causes import WORDS, shares
-from harness.explain.explain import CaseExplain, folder_labels, headline
+from harness.explain.explain import CaseExplain, Kernel, KernelDiff, folder_labels, headline, launched_with
 from harness.render.mdtable import md_table
 from harness.render.vocabulary import STACKS
 
@@ -36,6 +36,8 @@ def case_markdown(ce: CaseExplain, max_diff_lines: int = 300) -> str:
         )
     for kd in ce.diffs:
         parts.append(f"### kernel `{kd.name}`: {headline(kd, ce.labels)}\n\n")
+        if kd.ran:
+            parts.append(f"*{ran_text(kd, g, t)}*\n\n")
         if kd.golden is None or kd.tot is None:
             continue
         parts.append(
@@ -190,3 +192,20 @@ def write_explain(
     page = f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title><style>{_CSS}</style>"
     (out / "index.html").write_text(page + _html_from_markdown(index.replace(".md)", ".html)")), encoding="utf-8")
     return out / "index.md"
+
+
+def ran_text(kd: KernelDiff, g: str, t: str) -> str:
+    """What a pair of an op that chose among candidates is (explain.pair_kernels), with the arguments each
+    kernel was launched with."""
+    what = {
+        "each": f"what each stack ran: {g} and {t} chose other configs",
+        "tot": f"the config {t} ran, compiled by both",
+        "golden": f"the config {g} ran, compiled by both",
+    }[kd.ran]
+    args = [f"{label} {_args(k)}" for label, k in ((g, kd.golden), (t, kd.tot)) if k is not None and _args(k)]
+    return what + (f" ({'; '.join(args)})" if args else "")
+
+
+def _args(k: Kernel) -> str:
+    launch = launched_with(k)
+    return ", ".join(f"{key} {value}" for key, value in sorted(launch.items()) if not isinstance(value, str))

@@ -13,20 +13,22 @@ STAGES = ("ttir", "ttgir", "llir", "ptx", "amdgcn", "source")
 
 
 def capture_compiled(launch):  # noqa: ANN001, ANN201 - a zero-argument callable; returns (its result, kernels)
-    """Run ``launch`` and collect every compiled Triton kernel it launched (user kernels included).
+    """Run ``launch`` and collect every compiled Triton kernel it launched (user kernels included), each with the
+    scalar keyword arguments of its first launch (an autotuner passes its config's so: ``TILE_N``, ``num_warps``).
 
     ``JITFunction.run`` returns the compiled kernel in every supported Triton (3.4–3.9), cache hit or not, so
-    wrapping it for one call sees exactly the kernels of this case, in launch order.
+    wrapping it for one call sees exactly the kernels of this case, in launch order. An autotuned op compiles
+    every candidate it benchmarks: the arguments tell `harness explain` which of them is the config that ran.
     """
     from triton.runtime.jit import JITFunction
 
-    seen: list[Any] = []
+    seen: list[tuple[Any, dict[str, Any]]] = []
     original = JITFunction.run
 
     def run(self, *args, **kwargs):  # noqa: ANN001, ANN202
         k = original(self, *args, **kwargs)
-        if k is not None and hasattr(k, "asm") and all(k is not s for s in seen):
-            seen.append(k)
+        if k is not None and hasattr(k, "asm") and all(k is not s for s, _ in seen):
+            seen.append((k, launch_arguments(kwargs)))
         return k
 
     JITFunction.run = run
@@ -35,6 +37,14 @@ def capture_compiled(launch):  # noqa: ANN001, ANN201 - a zero-argument callable
     finally:
         JITFunction.run = original
     return result, seen
+
+
+def launch_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The scalar keyword arguments of a launch (constexprs and launch options; tensors, the grid and Triton's
+    own switches left out)."""
+    own = {"grid", "warmup"}
+    return {k: v for k, v in kwargs.items()
+            if k not in own and isinstance(v, (bool, int, float, str)) and not k.startswith("_")}  # fmt: skip
 
 
 def _nvidia_tool(name: str) -> str | None:
@@ -62,8 +72,9 @@ def cubin_resources(cubin: bytes) -> dict[str, int]:
     return {k.lower(): int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", text)}
 
 
-def dump_compiled(k: Any, root: str) -> str:
+def dump_compiled(k: Any, root: str, launch: dict[str, Any] | None = None) -> str:
     """Store one compiled kernel's stages and resources under ``root/<hash>-<name>/``; returns that folder's name.
+    ``launch``: the scalar keyword arguments it was launched with (capture_compiled), kept as meta's ``launch``.
 
     The folder is keyed by the kernel's compile hash, so cases sharing a compiled kernel store it once; a folder
     already complete (its meta.json exists) is not written again.
@@ -107,6 +118,7 @@ def dump_compiled(k: Any, root: str) -> str:
         target=str(md_dict.get("target", "")),
         n_regs=getattr(k, "n_regs", None),
         n_spills=getattr(k, "n_spills", None),
+        launch=launch or {},
     )
     tmp = os.path.join(folder, "meta.json.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -144,7 +144,7 @@ class CaseRun:
         out["compile_s"] = time.perf_counter() - t0
         if artifacts:
             try:
-                out["artifacts"] = [dump_compiled(c, artifacts) for c in compiled]
+                out["artifacts"] = [dump_compiled(c, artifacts, launch) for c, launch in compiled]
             except Exception as exc:  # noqa: BLE001 - never lose the measurement over a failed dump
                 out["artifacts"], out["artifacts_error"] = [], error_text(exc)
         return result, out

@@ -309,3 +309,42 @@ def test_a_page_without_cases_is_titled_from_one_reading_of_the_metadata(tmp_pat
     assert code == 0 and "explained 0 cases" in out, err
     assert (tmp_path / "e" / "index.md").read_text().startswith("# Why pr is slower than main\n")
     assert reads.count("compare.csv.meta.json") == 1
+
+
+def test_an_autotuned_op_pairs_what_each_stack_ran_then_each_config_under_both(tmp_path):
+    """A library's autotuner compiles every candidate it tries; the rows record the config it chose (FlagGems on
+    an H200: golden TILE_N 4096 with 4 warps, TOT 2048 with 8). The kernels each stack ran come first, then the
+    config each ran compiled by both; candidates pair by the arguments they were launched with, and the likely
+    cause is read from the kernels that ran."""
+    configs = {"a": {"TILE_N": 4096, "num_warps": 4}, "b": {"TILE_N": 2048, "num_warps": 8}}
+    ids = {}
+    for side, real in (("golden", GID), ("tot", TID)):
+        for tag in ("b", "a"):  # the autotuner tried b first
+            kid = f"{side[0]}{tag}" * 8 + "-_batched_gemm_a8w8_kernel"
+            shutil.copytree(ART / side / real, tmp_path / f"{side}.artifacts" / kid)
+            meta_p = tmp_path / f"{side}.artifacts" / kid / "meta.json"
+            meta = json.loads(meta_p.read_text())
+            meta_p.write_text(json.dumps(dict(meta, launch={**configs[tag], "eps": 1e-6})))
+            ids.setdefault(side, []).append(kid)
+    files = {}
+    for side, chosen, us in (("golden", "a", 69.83), ("tot", "b", 85.53)):
+        path = _results_with_artifacts(tmp_path / f"{side}.csv", ";".join(ids[side]), us)
+        text = path.read_text().splitlines()
+        header = text[0].split(",")
+        cells = text[1].split(",")
+        cells[header.index("config")] = '"' + json.dumps(configs[chosen]).replace('"', '""') + '"'
+        path.write_text("\n".join([text[0], ",".join(cells), *text[2:]]) + "\n")
+        files[side] = path
+    cmp_csv = write_compare(compare_files(files["golden"], files["tot"]), tmp_path / "compare.csv")
+    (case,) = explain_cases(cmp_csv)
+    assert [(kd.ran, kd.golden.id[:2], kd.tot.id[:2]) for kd in case.diffs] == [
+        ("each", "ga", "tb"),
+        ("tot", "gb", "tb"),
+        ("golden", "ga", "ta"),
+    ]
+    assert case.causes()[0].kind == "config"
+    write_explain([case], tmp_path / "explain")
+    page = (tmp_path / "explain" / "batched_gemm_a8w8__B128_M1024_N512_K128.md").read_text()
+    assert "*what each stack ran: golden and TOT chose other configs (golden TILE_N 4096, eps 1e-06, num_warps 4; " \
+        "TOT TILE_N 2048, eps 1e-06, num_warps 8)*" in page  # fmt: skip
+    assert "*the config TOT ran, compiled by both" in page and "*the config golden ran, compiled by both" in page
