@@ -24,6 +24,7 @@ FLOORS = [
     ["render"],
     ["explain", "publish", "history", "retune"],
     ["bisect", "report", "calibrate"],
+    ["flip"],  # finds a comparison's cases and envs as bisect plans them (bisect/plan.py)
     ["cli"],
     ["__main__"],
 ]

@@ -34,6 +34,7 @@ COMMANDS = {
     "calibrate": (["calibrate", SUITE, "--env", ENV, "--out", "{dir}"], "dir"),
     "retune": (["retune", "{cmp}", "--env", ENV, "--golden-env", ENV, "--out", "{dir}"], "dir"),
     "bisect": (["bisect", "{cmp}", "--versions", "3.7.0", "--out", "{dir}"], "dir"),
+    "flip": (["flip", "{cmp}", "--knob", "A=1", "--out", "{dir}"], "dir"),
     "env pack": (["env", "pack", "3.9.0", "--out", "{dir}"], "dir"),
 }
 

@@ -18,6 +18,7 @@ from harness.cli import (  # typer only at import: each command imports its work
     compare,
     env,
     explain,
+    flip,
     history,
     merge,
     publish,
@@ -52,6 +53,7 @@ app.command("merge")(merge.merge)
 app.command("retune")(retune.retune)
 app.command("explain")(explain.explain)
 app.command("bisect")(bisect.bisect)
+app.command("flip")(flip.flip)
 app.command("report")(report.report)
 app.command("calibrate")(calibrate.calibrate)
 app.add_typer(env.app, name="env")

@@ -1,0 +1,88 @@
+"""`harness flip` on the CPU: a toy kernel whose TOT regression one environment knob undoes for one case and not
+for the other (tests/data/flip_kernel.py), the plain comparison first, then the flip; and the pure parts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.flip import knobs as K
+from tests.conftest import DATA, ROOT
+
+
+def test_knobs_given_and_candidates():
+    assert K.parse(["PTXAS_OPTIONS=--maxrregcount=128"]) == [K.Knob("PTXAS_OPTIONS", "--maxrregcount=128",
+                                                                      "given with --knob")]  # fmt: skip
+    for bad in ("NOVALUE", "=1", "9X=1", "A B=1"):
+        with pytest.raises(HarnessError, match="expected NAME=VALUE"):
+            K.parse([bad])
+    # the backend's candidates that TOT's Triton declares, and not the value TOT already runs with
+    got = K.candidates("cuda", ["DISABLE_PTXAS_OPT", "TRITON_DEFAULT_FP_FUSION"], [], {"TRITON_DEFAULT_FP_FUSION": "0"})
+    assert [k.label for k in got] == ["DISABLE_PTXAS_OPT=1"]
+    assert len(K.candidates("cuda", None, [], {})) == len(K.CANDIDATES["cuda"])  # a Triton that cannot say
+    assert [k.label for k in K.candidates("interp", None, K.parse(["A=1"]), {})] == ["A=1"]
+    with pytest.raises(HarnessError, match="named twice"):
+        K.candidates("interp", None, K.parse(["A=1", "A=1"]), {})
+    assert K.Knob("PTXAS_OPTIONS", "--maxrregcount 128").key == "knob-PTXAS_OPTIONS=--maxrregcount_128"
+
+
+def test_states():
+    assert K.state("ok", "confident") == "flips" and K.state("improvement", "confident") == "flips"
+    assert K.state("ok", "ambiguous") == "flips, not confirmed"
+    assert K.state("regression", "confident") == "still slower" and K.state("failed_in_tot", "") == "fails"
+
+
+def harness(args, env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=900)  # fmt: skip
+
+
+def spec(path: Path, name: str, stack: str) -> Path:
+    path.write_text(f"name: {name}\npython: {sys.executable}\n"
+                    f"env: {{TRITON_INTERPRET: '1', FLIP_TOY_STACK: {stack}}}\n")  # fmt: skip
+    return path
+
+
+@pytest.mark.slow
+def test_flip_names_the_knob_that_flips_one_case_and_none_for_the_other(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    g_spec, t_spec = spec(tmp_path / "golden.yaml", "golden", "golden"), spec(tmp_path / "tot.yaml", "tot", "tot")
+    g, t, cmp = tmp_path / "golden.csv", tmp_path / "tot.csv", tmp_path / "compare.csv"
+    r = harness(["run", "--env", g_spec, "--out", g, "--with-env", t_spec, "--with-out", t, "--suite",
+                 DATA / "flip.yaml", "--launches", "2"], env)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = harness(["compare", g, t, "--out", cmp, "--rel", "1.25"], env)
+    assert r.returncode == 0 and "2 regressions" in r.stdout, r.stdout
+    out = tmp_path / "flip"
+    r = harness(["flip", cmp, "--out", out, "--knob", "FLIP_TOY_FIX=1", "--knob", "FLIP_TOY_OTHER=1",
+                 "--launches", "2"], env)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = {line.split(":")[0]: line for line in r.stdout.splitlines() if line.startswith("flip_toy/")}
+    assert "flipped by FLIP_TOY_FIX=1" in lines["flip_toy/M8_N16"], r.stdout
+    assert "no single knob flips it" in lines["flip_toy/M8_N32"], r.stdout
+    assert "1 of 2 cases flipped by a single knob" in r.stdout
+    data = json.loads((out / "flip.json").read_text())
+    n16 = data["cases"]["flip_toy/M8_N16"]
+    assert n16["flipped_by"] == ["FLIP_TOY_FIX=1"] and n16["tot"]["verdict"] == "regression"
+    assert n16["knobs"]["FLIP_TOY_OTHER=1"]["state"] == "still slower"
+    assert data["cases"]["flip_toy/M8_N32"]["flipped_by"] == []
+    md = (out / "flip.md").read_text()
+    assert "| `FLIP_TOY_FIX` | `1` | given with --knob |" in md and "**flips**" in md
+    # each variant ran in its own Triton cache and its own results file, beside golden's and TOT's
+    assert sorted(p.name for p in (out / "runs").glob("*.csv")) == [
+        "golden.csv", "knob-FLIP_TOY_FIX=1.csv", "knob-FLIP_TOY_OTHER=1.csv", "tot.csv"]  # fmt: skip
+    # the folder is flip's own: the same command again is refused without --resume; with it, measures nothing
+    # more and writes the same verdicts; a resume with other knobs is refused, naming them
+    again = ["flip", cmp, "--out", out, "--knob", "FLIP_TOY_FIX=1", "--knob", "FLIP_TOY_OTHER=1", "--launches", "2"]
+    r = harness(again, env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pass --resume" in r.stderr, r.stderr
+    r = harness([*again, "--resume"], env)
+    assert r.returncode == 0 and json.loads((out / "flip.json").read_text())["cases"] == data["cases"], r.stderr
+    r = harness(["flip", cmp, "--out", out, "--knob", "FLIP_TOY_FIX=1", "--launches", "2", "--resume"], env)
+    assert r.returncode == 2 and "is a flip of other knobs" in r.stderr, r.stderr
