@@ -121,3 +121,18 @@ def test_no_stage_checks_an_output_file_by_itself():
         if rel not in allowed and re.search(r"\b(refuse_overwrite|refuse_foreign|check_writable)\(", text):
             found.append(rel)
     assert found == []
+
+
+@pytest.mark.parametrize("beside", [".env.json", ".journal.jsonl"])
+def test_a_run_never_writes_over_a_users_file_beside_its_out(beside, tmp_path, capsys, monkeypatch):
+    """A stranger's test found `harness run --out X` writing its sidecar and journal over the user's X.env.json
+    and X.journal.jsonl: the files a run writes beside --out are guarded as --out is."""
+    import sys
+
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    out = tmp_path / "n.csv"
+    mine = tmp_path / f"n.csv{beside}"
+    mine.write_text("the user's own notes\n")
+    code, _, err = cli(capsys, "run", "--env", ENV, "--suite", SUITE, "--filter", "rmsnorm", "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "exists and is not a" in err, err
+    assert mine.read_text() == "the user's own notes\n" and not out.exists()

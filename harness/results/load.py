@@ -304,6 +304,7 @@ def load_results(
         df = parse_results(_decode(raw, p), p, raw)
     df.attrs["env"] = load_env(p)
     integrity.check(p, df.attrs["env"], len(df), sidecar_path(p))
+    integrity.rows_belong(p, df, df.attrs["env"], sidecar_path(p))
     return df
 
 

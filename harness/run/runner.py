@@ -485,7 +485,33 @@ def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
     be written (fsutil.guard_outputs)."""
     if out.exists() and out.is_file() and out.stat().st_size and not opts.resume:
         raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
-    guard_outputs([Output(option, out, lambda p: opts.resume, "results to resume")])
+    guard_outputs([
+        Output(option, out, lambda p: opts.resume, "results to resume"),
+        # beside it, files a run writes: a user's file of that name is refused, a run's own replaced
+        Output(f"{option}'s sidecar", sidecar_path(out), _harness_sidecar, "a sidecar harness wrote"),
+        Output(f"{option}'s journal", journal_path(out), _harness_journal, "a journal harness wrote"),
+    ])  # fmt: skip
+
+
+def _harness_sidecar(path: Path) -> bool:
+    import json
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(meta, dict) and "schema_version" in meta
+
+
+def _harness_journal(path: Path) -> bool:
+    import json
+
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(first, dict) and "kind" in first
 
 
 def _sidecar_groups(out: Path) -> dict[str, Any]:

@@ -105,3 +105,31 @@ def test_a_copy_without_its_sidecar_cut_in_a_row_is_refused_all_the_same(tmp_pat
     p.write_bytes(data[: data.rindex(b",ok,23456") + len(b",ok,") + 3])
     with pytest.raises(HarnessError, match=r"line 3: ends in the middle of a row \(fewer cells than the header"):
         load_results(p)
+
+
+def test_a_row_timed_by_another_method_is_refused(tmp_path):
+    """A stranger's test appended a row of a CPU run (wallclock) to an H200 results file (cupti): compare read it
+    as one more case. A row whose timing is not its run's is one line naming it."""
+    import shutil
+
+    from harness.errors import HarnessError
+    from harness.results.load import load_results
+    from tests.conftest import DATA
+
+    src = DATA / "aiter-h200-aa" / "golden.csv"
+    shutil.copy(src, tmp_path / "g.csv")
+    shutil.copy(str(src) + ".env.json", tmp_path / "g.csv.env.json")
+    text = (tmp_path / "g.csv").read_text().splitlines()
+    header = text[0].split(",")
+    assert "timing" in header
+    load_results(tmp_path / "g.csv")
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO("\n".join(text))))
+    rows[3][header.index("timing")] = "wallclock"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    (tmp_path / "g.csv").write_text(buf.getvalue())
+    with pytest.raises(HarnessError, match=r"line 4: timed by wallclock, but its run timed by cupti"):
+        load_results(tmp_path / "g.csv")
