@@ -42,9 +42,9 @@ def auto_idle_s(est_us: float) -> float:
     return min(AUTO_GAP_FACTOR * est_us, AUTO_GAP_MAX_US) / 1e6
 
 
-def kernel_events(prof) -> list[tuple[str, float]]:  # noqa: ANN001 - a finished torch.profiler.profile
+def kernel_events(prof, spans: bool = False) -> list[tuple]:  # noqa: ANN001 - a finished torch.profiler.profile
     """(name, µs) of every GPU kernel a torch.profiler session recorded, in start order (copies and memsets
-    dropped)."""
+    dropped); with ``spans``, (name, µs, start µs, end µs), on the profiler's clock."""
     import torch
 
     cuda = torch.autograd.DeviceType.CUDA
@@ -57,6 +57,8 @@ def kernel_events(prof) -> list[tuple[str, float]]:  # noqa: ANN001 - a finished
         ),
         key=lambda e: e.start_ns(),
     )
+    if spans:
+        return [(e.name(), (e.end_ns() - e.start_ns()) / 1e3, e.start_ns() / 1e3, e.end_ns() / 1e3) for e in kin]
     return [(e.name(), (e.end_ns() - e.start_ns()) / 1e3) for e in kin]
 
 
@@ -65,24 +67,43 @@ EXTRA_SHARE = 0.05
 
 
 def attribute_dispatches(
-    events: list[tuple[str, float]], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()
+    events: list[tuple], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()
 ) -> tuple[list[float], dict]:
-    """Group a stream of (kernel name, µs) into op invocations delimited by the flush kernel.
+    """Group a stream of (kernel name, µs, ...) into op invocations delimited by the flush kernel.
 
     Returns one op time per invocation (the sum of its dispatches: split-K + reduce count as one op) and the
     median time of each dispatch name, leaving out the invocations numbered in ``drop`` (0-based, of the ``n``).
     Raises InstrumentError if the number of invocations is not ``n``, or if timed invocations have fewer
     dispatches than most (records lost): :func:`dispatch_counts`.
     """
-    groups: list[list[tuple[str, float]]] = []
-    cur: list[tuple[str, float]] | None = None
-    for name, us in events:
+    groups = invocations(events, flush_name, n, drop)
+    per_name: dict[str, list[float]] = {}
+    for g in groups:
+        for i, (name, us, *_) in enumerate(g):
+            per_name.setdefault(f"{i}:{name}", []).append(us)
+    return [sum(e[1] for e in g) for g in groups], {k: statistics.median(v) for k, v in per_name.items()}
+
+
+def launch_spans(events: list[tuple], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()) -> list:
+    """Per timed invocation, the time from its first dispatch's start to its last one's end (events with start
+    and end: kernel_events(spans=True)): what the events around the launch must hold, whatever the dispatches
+    overlap (a second stream, programmatic dependent launch), where their sum may not."""
+    return [max(e[3] for e in g) - min(e[2] for e in g) for g in invocations(events, flush_name, n, drop)]
+
+
+def invocations(events: list[tuple], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()) -> list:
+    """The kept invocations (each its dispatches, the harness's own left out) of the last ``n`` delimited by the
+    flush kernel; InstrumentError when they cannot be the launches made (attribute_dispatches)."""
+    groups: list[list[tuple]] = []
+    cur: list[tuple] | None = None
+    for e in events:
+        name = e[0]
         if name.startswith(flush_name):
             if cur is not None:
                 groups.append(cur)
             cur = []
         elif cur is not None and not name.startswith(HELPER_PREFIX):  # a rank barrier, an idle wait: not the op's
-            cur.append((name, us))
+            cur.append(e)
     if cur is not None:
         groups.append(cur)
     groups = groups[-n:] if len(groups) >= n else groups
@@ -91,11 +112,7 @@ def attribute_dispatches(
         raise InstrumentError(f"profiler saw {seen} op invocations with kernels, expected {n}")
     groups = [g for i, g in enumerate(groups) if i not in drop]
     dispatch_counts(groups)
-    per_name: dict[str, list[float]] = {}
-    for g in groups:
-        for i, (name, us) in enumerate(g):
-            per_name.setdefault(f"{i}:{name}", []).append(us)
-    return [sum(us for _, us in g) for g in groups], {k: statistics.median(v) for k, v in per_name.items()}
+    return groups
 
 
 def dispatch_counts(groups: list[list[tuple[str, float]]]) -> None:
@@ -250,8 +267,9 @@ class Timer:
         ranks and the idle gap is a device-side wait (harness/worker/group.py): the op starts on every GPU
         together, however each host was doing.
 
-        Returns (op time of each timed launch, median of each dispatch, the events' time of each timed launch):
-        two CUDA events bracket every timed launch on its stream, the second clock of worker/clocks.py."""
+        Returns (op time of each timed launch, median of each dispatch, (the profiler's span, the events' time) of
+        each timed launch): two CUDA events bracket every timed launch on its stream, the second clock of
+        worker/clocks.py."""
         from torch.profiler import ProfilerActivity, profile
 
         torch = self.torch
@@ -292,8 +310,10 @@ class Timer:
             torch.cuda.synchronize()
             sampler.busy = False
         untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
-        samples, dispatch = attribute_dispatches(kernel_events(prof), FLUSH_NAME, len(plan), drop=untimed)
-        return samples, dispatch, [s.elapsed_time(e) * 1e3 for s, e in bracket_list]
+        events = kernel_events(prof, spans=True)
+        samples, dispatch = attribute_dispatches(events, FLUSH_NAME, len(plan), drop=untimed)
+        spans = launch_spans(events, FLUSH_NAME, len(plan), drop=untimed)
+        return samples, dispatch, list(zip(spans, (s.elapsed_time(e) * 1e3 for s, e in bracket_list), strict=True))
 
     def _meet(self, step) -> None:  # noqa: ANN001
         """The ranks meet on the host once a rep, their GPUs idle: the launches after it are queued back to back."""

@@ -102,8 +102,30 @@ def test_duplicated_records_are_refused():
 
 def test_one_launch_past_its_events_is_within_the_events_resolution_share():
     launches, events = split_k()
-    events[3] -= 3.0  # one bracket read short: 1 of 20 is not more than OVER_SHARE
+    events[3] -= 4.0  # one bracket read 1.5 µs short: one launch is always allowed
     assert judged(launches, events) == ""
+    events[4] -= 4.0  # two of 20: more than one and more than 5 %
+    assert "2 of 20 launches read longer" in judged(launches, events)
+
+
+def test_overlapping_dispatches_are_judged_by_their_span_not_their_sum():
+    """A split-K whose reduce overlaps the GEMM (launched as a dependent, or on a second stream): the two
+    records sum to more than the events around the launch; their span from first start to last end does not."""
+    from harness.worker.timing import launch_spans
+
+    events, brackets = [], []
+    for i in range(20):
+        t0 = 1000.0 * i
+        events += [
+            (F, 60.0, t0, t0 + 60.0),
+            ("gemm", 40.0, t0 + 70.0, t0 + 110.0),
+            ("reduce", 8.0, t0 + 105.0, t0 + 113.0),
+        ]
+        brackets.append(44.5)
+    times, _ = attribute_dispatches(events, F, 20)
+    assert times[0] == 48.0 and clocks.problem(clocks.compare(times, brackets)) != ""  # the sum would be refused
+    spans = launch_spans(events, F, 20)
+    assert spans[0] == 43.0 and clocks.problem(clocks.compare(spans, brackets)) == ""
 
 
 def test_mistimed_records_are_refused():
@@ -129,10 +151,10 @@ def test_the_worker_answers_instrument_and_keeps_the_clocks(monkeypatch):
     try:
         launches, events = split_k(5)
         times = [sum(us for _, us in launch) for launch in launches]
-        monkeypatch.setattr(w, "_samples", lambda *a: (times, {"0:gemm": 40.0}, events))
+        monkeypatch.setattr(w, "_samples", lambda *a: (times, {"0:gemm": 40.0}, list(zip(times, events))))
         (ok,) = ask(w, {"op": "time", "case": case(16), "n": 5})
         assert ok["status"] == "ok" and ok["clocks"] == {"event_us": 46.6, "gap_us": 2.5, "over": 0, "n": 5}
-        monkeypatch.setattr(w, "_samples", lambda *a: (times, None, [t - 5.0 for t in times]))
+        monkeypatch.setattr(w, "_samples", lambda *a: (times, None, [(t, t - 5.0) for t in times]))
         (bad,) = ask(w, {"op": "time", "case": case(16), "n": 5})
         assert bad["status"] == "instrument" and "5 of 5 launches read longer" in bad["error"]
         assert "time_us" not in bad and bad["clocks"]["over"] == 5
