@@ -69,8 +69,13 @@ def read(m: Measurement, rule: Rule) -> Reading:
         return Reading("skipped", True, m.error or "skipped under this release")
     if m.release_status not in TIMED or m.release_us is None:
         why = f"{m.release_status}: {m.error}".rstrip(": ")
-        if m.golden_status not in TIMED or is_resource_failure(m.error):
-            # the machine's failure, not the release's: measured again, never a culprit by itself
+        if (
+            m.golden_status not in TIMED
+            or is_resource_failure(m.error)
+            or "instrument" in (m.release_status, m.golden_status)
+        ):
+            # the machine's failure (or the profiler's: instrument), not the release's: measured again, never a
+            # culprit by itself
             return Reading("unknown", False, f"not the release's failure ({why[:160]})")
         return Reading("failed", True, why)
     if m.golden_status not in TIMED or m.golden_us is None:

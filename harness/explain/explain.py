@@ -88,7 +88,7 @@ def load_kernel(root: Path, kid: str) -> Kernel:
 
 
 #: the order of an autotuned op's pairs on its page (pair_kernels)
-PAIR_ORDER = {"each": 0, "tot": 1, "golden": 2, "": 3}
+PAIR_ORDER = {"each": 0, "same": 0, "ran": 0, "tot": 1, "golden": 2, "": 3}
 
 
 def launched_with(k: Kernel | None) -> dict[str, Any]:
@@ -111,10 +111,11 @@ def pair_kernels(
 ) -> list[tuple[Kernel | None, Kernel | None, str]]:
     """Match the two stacks' kernels of one case by name, in launch order, and where an autotuned op compiled
     several candidates of one name, by the arguments each was launched with (one config under both compilers).
-    Each pair says what it is: 'each' (the kernels each stack ran, where they ran other configs: the rows'
-    ``config``), 'tot' or 'golden' (the config that stack ran, compiled by both), '' (a candidate only tried, or
+    Each pair says what it is, per kernel name: 'each' (the kernels each stack ran, where they ran other configs:
+    the rows' ``config``), 'same' (both ran the same config), 'tot' or 'golden' (the config that stack ran,
+    compiled by both), 'ran' (a name with one compiled kernel a stack: it ran), '' (a candidate only tried, or
     nothing says); in that order."""
-    pairs: list[tuple[Kernel | None, Kernel | None, str]] = []
+    pairs: list[tuple[Kernel | None, Kernel | None]] = []
     rest = list(tot)
     for g in golden:
         named = [k for k in rest if k.name == g.name]
@@ -122,20 +123,31 @@ def pair_kernels(
         t = t or (named[0] if named else None)
         if t is not None:
             rest.remove(t)
-        pairs.append((g, t, ""))
-    pairs += [(None, t, "") for t in rest]
+        pairs.append((g, t))
+    pairs += [(None, t) for t in rest]
+    out: list[tuple[Kernel | None, Kernel | None, str]] = []
+    for name in dict.fromkeys((g or t).name for g, t in pairs):  # type: ignore[union-attr]
+        mine = [(g, t) for g, t in pairs if (g or t).name == name]  # type: ignore[union-attr]
+        out += _ran_pairs(mine, [k for k in golden if k.name == name], [k for k in tot if k.name == name],
+                          golden_config, tot_config)  # fmt: skip
+    return sorted(out, key=lambda p: PAIR_ORDER[p[2]])
+
+
+def _ran_pairs(pairs: list, golden: list[Kernel], tot: list[Kernel], golden_config: Any, tot_config: Any) -> list:
+    """One kernel name's pairs, each labelled (pair_kernels)."""
+    if len(golden) <= 1 and len(tot) <= 1:  # no candidates: what was compiled ran
+        return [(g, t, "ran" if g is not None and t is not None else "") for g, t in pairs]
     g_ran = next((g for g in golden if ran(g, golden_config)), None)
     t_ran = next((t for t in tot if ran(t, tot_config)), None)
-    if g_ran is None and t_ran is None:
-        return pairs
     labelled = []
-    for g, t, _ in pairs:
-        what = ("each" if g is g_ran and t is t_ran else "tot" if t is t_ran and t is not None else
-                "golden" if g is g_ran and g is not None else "")  # fmt: skip
+    for g, t in pairs:
+        both = g is not None and t is not None
+        what = ("" if not both else "same" if g is g_ran and t is t_ran else "tot" if t is t_ran else
+                "golden" if g is g_ran else "")  # fmt: skip
         labelled.append((g, t, what))
     if g_ran is not None and t_ran is not None and not any(g is g_ran and t is t_ran for g, t, _ in labelled):
         labelled.insert(0, (g_ran, t_ran, "each"))
-    return sorted(labelled, key=lambda p: PAIR_ORDER[p[2]])
+    return labelled
 
 
 # ------------------------------------------------------------------------------------------ the diff
@@ -226,7 +238,8 @@ class KernelDiff:
     same_binary: bool
     structural: list[str] = field(default_factory=list)  # register numbers dropped
     facts: KernelFacts | None = None  # the raw figures the likely cause is read from (causes.py)
-    #: which pair this is where the op chose among candidates (pair_kernels): 'each', 'tot', 'golden' or ''
+    #: which pair this is where the op chose among candidates (pair_kernels): 'each', 'same', 'ran', 'tot',
+    #: 'golden' or ''
     ran: str = ""
 
     @property

@@ -36,7 +36,7 @@ def case_markdown(ce: CaseExplain, max_diff_lines: int = 300) -> str:
         )
     for kd in ce.diffs:
         parts.append(f"### kernel `{kd.name}`: {headline(kd, ce.labels)}\n\n")
-        if kd.ran:
+        if kd.ran and kd.ran != "ran":
             parts.append(f"*{ran_text(kd, g, t)}*\n\n")
         if kd.golden is None or kd.tot is None:
             continue

@@ -58,7 +58,7 @@ def declared_knobs(spec: EnvSpec) -> list[str] | None:
 
 def variant(tot: EnvSpec, knob: K.Knob, out: Path) -> EnvSpec:
     """TOT with one knob changed, its compile cache its own (a cached kernel of TOT would hide the knob)."""
-    name = f"{tot.name}+{knob.label}"
+    name = f"{tot.name}+{knob.key}"  # a file name: a worker's log is named after it (a value may hold a '/')
     return replace(tot, name=name, env={**tot.env, knob.name: knob.value},
                    cache_dir=str((out / "cache" / knob.key).resolve()))  # fmt: skip
 
@@ -92,10 +92,13 @@ def plan(
             raise HarnessError(f"{compare_csv}: the env spec its {side} run used is not here: pass {option} ENV")
     backend = str((cmp.tot_env or {}).get("backend") or "")
     tot_env = {k: v for k, v in {**t.summary()["env"]}.items() if v is not None}
-    chosen = K.candidates(backend, declared_knobs(t), given, tot_env)
+    declared = declared_knobs(t)
+    if declared is None and K.CANDIDATES.get(backend):
+        log("TOT's Triton does not say which knobs it reads (no triton.knobs): trying every candidate")
+    chosen = K.candidates(backend, declared, given, tot_env)
     if not chosen:
         raise HarnessError(f"no knob to try on {backend or 'this'} backend: name one with --knob NAME=VALUE")
-    return Flip(Path(compare_csv), out, cases, targets.to_dict("records"), g, t, chosen, cmp.rule)
+    return Flip(Path(compare_csv), out, cases, targets.to_dict("records"), g, t, chosen, cmp.rule, suite_path)
 
 
 def measure(fl: Flip, driver: Driver, opts: RunOptions, log: Callable[[str], None] = print) -> None:
@@ -110,13 +113,9 @@ def measure(fl: Flip, driver: Driver, opts: RunOptions, log: Callable[[str], Non
     log(f"{len(fl.cases)} cases under golden, TOT and {len(fl.knobs)} variants of TOT: "
         + ", ".join(k.label for k in fl.knobs))  # fmt: skip
     t0 = time.time()
-    driver.measure(runs, fl.cases, replace(opts, remeasure=remeasure), str(find_suite_name(fl)),
+    driver.measure(runs, fl.cases, replace(opts, remeasure=remeasure), str(fl.suite),
                    names=["golden", "tot", *(k.label for k in fl.knobs)])  # fmt: skip
     fl.seconds = time.time() - t0
-
-
-def find_suite_name(fl: Flip) -> str:
-    return str(load_compare(fl.compare_csv).golden_env.get("suite") or "")
 
 
 def _path(fl: Flip, key: str) -> Path:
@@ -157,18 +156,20 @@ def _reading(row: dict[str, Any]) -> dict[str, Any]:
             "golden_us": num(row.get("golden_us")), "note": str(row.get("note") or "")[:300]}  # fmt: skip
 
 
-def options_record(fl: Flip) -> dict[str, Any]:
-    """What a flip measures: a resumed one must measure the same, or its runs would mix two flips."""
-    return {"comparison": str(fl.compare_csv.resolve()), "cases": [c.key for c in fl.cases],
-            "golden": fl.golden.name, "tot": fl.tot.name, "knobs": [k.label for k in fl.knobs]}  # fmt: skip
+def options_record(fl: Flip, opts: RunOptions) -> dict[str, Any]:
+    """What a flip measures and how: a resumed one must do the same, or its runs would mix two flips."""
+    return {"comparison": str(fl.compare_csv.resolve()), "suite": str(Path(fl.suite).resolve()),
+            "cases": [c.key for c in fl.cases], "golden": fl.golden.name, "tot": fl.tot.name,
+            "knobs": [k.label for k in fl.knobs],
+            "method": {"reps": opts.reps, "launches": opts.launches, "timeout_s": opts.timeout_s}}  # fmt: skip
 
 
-def check_options(fl: Flip, resume: bool) -> None:
+def check_options(fl: Flip, opts: RunOptions) -> None:
     """A folder that holds an earlier flip is gone on with only under --resume, and only with the same cases,
     envs and knobs; a new one records them (OUT/options.json)."""
-    path, now = fl.out / "options.json", options_record(fl)
+    path, now = fl.out / "options.json", options_record(fl, opts)
     if path.is_file():
-        if not resume:
+        if not opts.resume:
             raise HarnessError(f"--out {fl.out}: holds an earlier flip: pass --resume to go on with it, or choose a "
                                "new --out")  # fmt: skip
         try:
@@ -177,7 +178,8 @@ def check_options(fl: Flip, resume: bool) -> None:
             before = {}
         differs = [k for k in now if before.get(k) != now[k]]
         if differs:
-            raise HarnessError(f"--resume: {fl.out} is a flip of other {', '.join(differs)}: choose a new --out")
+            raise HarnessError(f"--resume: {fl.out} is a flip of other {', '.join(differs)}: run it as it was, or "
+                               "choose a new --out")  # fmt: skip
         return
     write_text(path, json.dumps(now, indent=1) + "\n")
 
@@ -198,7 +200,7 @@ def flip(
     prepare_out_dir("--out", out, "flip", inputs=inputs_of(compare_csv), own=OWN, create=False)
     fl = plan(compare_csv, out, given, log=log, **options)
     prepare_out_dir("--out", out, "flip", inputs=inputs_of(compare_csv), own=(*OWN, "cache"))
-    check_options(fl, opts.resume)
+    check_options(fl, opts)
     measure(fl, driver, opts, log)
     judge(fl)
     write_text(out / "flip.json", json.dumps(summary(fl), indent=1) + "\n")

@@ -73,6 +73,9 @@ def candidates(backend: str, declared: list[str] | None, given: list[Knob], tot_
     for k in given:
         if any(o.label == k.label for o in out):
             continue
+        clash = next((o for o in out if o.key == k.key), None)
+        if clash is not None:  # two values that make one file name would share a results file and a cache
+            raise HarnessError(f"--knob {k.label}: reads as {clash.label} in a file name ({k.key}): give one of them")
         out.append(k)
     return out
 
@@ -85,8 +88,8 @@ def state(verdict: str, confidence: str) -> str:
     """What one variant says of the knob for one case: ``flips`` (TOT with it is confidently within the rule
     against golden), ``flips, not confirmed`` (within the rule, the interval or the fresh processes not sure),
     ``still slower``, ``fails`` (the variant did not run: a compile error, a wrong result) or ``not measured``."""
-    if verdict in ("ok", "improvement", "ignored"):
-        return "flips" if confidence == "confident" or verdict == "ignored" else "flips, not confirmed"
+    if verdict in ("ok", "improvement"):
+        return "flips" if confidence == "confident" else "flips, not confirmed"
     if verdict == "regression":
         return "still slower"
     if verdict.startswith("failed") or verdict.startswith("skipped"):

@@ -22,6 +22,7 @@ class Flip:
     tot: EnvSpec
     knobs: list[Knob]
     rule: Any
+    suite: Path
     #: per case key: TOT's verdict in this run, and per knob label its state, Δ % against golden and the note
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0

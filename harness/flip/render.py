@@ -9,7 +9,10 @@ from harness.flip.model import Flip
 
 
 def flipped_by(fl: Flip, key: str) -> list[str]:
-    """The knobs that bring the case confidently within the rule, in the order tried."""
+    """The knobs that bring the case confidently within the rule, in the order tried; none where TOT did not
+    regress again in this run (there was nothing to flip)."""
+    if fl.results[key]["tot"]["verdict"] != "regression":
+        return []
     return [label for label, r in fl.results[key]["knobs"].items() if r["state"] == "flips"]
 
 
@@ -19,7 +22,7 @@ def verdict_line(fl: Flip, key: str) -> str:
     tot = r["tot"]
     if tot["verdict"] != "regression":
         return (f"{key}: TOT is {tot['verdict'] or 'not measured'} against golden in this run "
-                f"({_pct(tot['delta_pct'])}): the regression did not repeat, nothing to flip")  # fmt: skip
+                f"({_pct(tot['delta_pct'])}): no regression here, nothing to flip")  # fmt: skip
     by = flipped_by(fl, key)
     if by:
         return f"{key}: TOT {_pct(tot['delta_pct'])}; flipped by " + ", ".join(

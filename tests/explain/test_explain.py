@@ -348,3 +348,21 @@ def test_an_autotuned_op_pairs_what_each_stack_ran_then_each_config_under_both(t
     assert "*what each stack ran: golden and TOT chose other configs (golden TILE_N 4096, eps 1e-06, num_warps 4; " \
         "TOT TILE_N 2048, eps 1e-06, num_warps 8)*" in page  # fmt: skip
     assert "*the config TOT ran, compiled by both" in page and "*the config golden ran, compiled by both" in page
+
+
+def test_pairs_of_an_autotuned_op_with_a_second_kernel_and_the_same_choice():
+    """Review findings: both stacks choosing the same config is one pair that says so; the op's second kernel,
+    compiled once a stack, ran (it is not a candidate only tried); a config golden never compiled is not said to
+    be 'compiled by both'."""
+    from harness.explain.explain import Kernel, pair_kernels
+
+    def k(kid, name, **launch):
+        return Kernel(kid, Path("/nowhere"), {"name": name, "launch": launch})
+
+    golden = [k("g1", "gemm", TILE=1), k("g2", "gemm", TILE=2), k("gr", "reduce", B=4)]
+    tot = [k("t1", "gemm", TILE=1), k("t2", "gemm", TILE=2), k("t3", "gemm", TILE=3), k("tr", "reduce", B=4)]
+    got = [(g and g.id, t and t.id, what) for g, t, what in pair_kernels(golden, tot, {"TILE": 2}, {"TILE": 2})]
+    assert got == [("g2", "t2", "same"), ("gr", "tr", "ran"), ("g1", "t1", ""), (None, "t3", "")]
+    got = [(g and g.id, t and t.id, what) for g, t, what in pair_kernels(golden, tot, {"TILE": 2}, {"TILE": 3})]
+    assert got[0] == ("g2", "t3", "each") and (None, "t3", "") in got, "golden never compiled TILE 3"
+    assert ("g2", "t2", "golden") in got and not any(w == "tot" for _, _, w in got)

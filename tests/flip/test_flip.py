@@ -30,12 +30,27 @@ def test_knobs_given_and_candidates():
     with pytest.raises(HarnessError, match="named twice"):
         K.candidates("interp", None, K.parse(["A=1", "A=1"]), {})
     assert K.Knob("PTXAS_OPTIONS", "--maxrregcount 128").key == "knob-PTXAS_OPTIONS=--maxrregcount_128"
+    with pytest.raises(HarnessError, match="reads as A=x y in a file name"):  # one results file and cache for two
+        K.candidates("interp", None, K.parse(["A=x y", "A=x/y"]), {})
+
+
+def test_a_knob_whose_value_is_a_path_makes_a_variant_with_a_file_name(tmp_path):
+    """A value may hold a '/' (TRITON_LIBDEVICE_PATH=/opt/x.bc): the variant's name, which names its worker's
+    log file, is made from the knob's file-name key."""
+    from harness.envs.spec import EnvSpec
+    from harness.flip.flip import variant
+
+    tot = EnvSpec(name="tot", path=tmp_path / "tot.yaml", env={"A": "1"})
+    v = variant(tot, K.parse(["TRITON_LIBDEVICE_PATH=/opt/x.bc"])[0], tmp_path)
+    assert "/" not in v.name and v.env == {"A": "1", "TRITON_LIBDEVICE_PATH": "/opt/x.bc"} and tot.env == {"A": "1"}
+    assert v.cache_dir.startswith(str(tmp_path.resolve() / "cache"))
 
 
 def test_states():
     assert K.state("ok", "confident") == "flips" and K.state("improvement", "confident") == "flips"
     assert K.state("ok", "ambiguous") == "flips, not confirmed"
     assert K.state("regression", "confident") == "still slower" and K.state("failed_in_tot", "") == "fails"
+    assert K.state("ignored", "") == "not measured", "golden under the floor says nothing of the knob"
 
 
 def harness(args, env) -> subprocess.CompletedProcess:
