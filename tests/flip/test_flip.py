@@ -79,14 +79,14 @@ def test_flip_names_the_knob_that_flips_one_case_and_none_for_the_other(tmp_path
                  "--launches", "2"], env)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     lines = {line.split(":")[0]: line for line in r.stdout.splitlines() if line.startswith("flip_toy/")}
-    assert "flipped by FLIP_TOY_FIX=1" in lines["flip_toy/M8_N16"], r.stdout
-    assert "no single knob flips it" in lines["flip_toy/M8_N32"], r.stdout
+    assert "flipped by FLIP_TOY_FIX=1" in lines["flip_toy/N16"], r.stdout
+    assert "no single knob flips it" in lines["flip_toy/N32"], r.stdout
     assert "1 of 2 cases flipped by a single knob" in r.stdout
     data = json.loads((out / "flip.json").read_text())
-    n16 = data["cases"]["flip_toy/M8_N16"]
+    n16 = data["cases"]["flip_toy/N16"]
     assert n16["flipped_by"] == ["FLIP_TOY_FIX=1"] and n16["tot"]["verdict"] == "regression"
     assert n16["knobs"]["FLIP_TOY_OTHER=1"]["state"] == "still slower"
-    assert data["cases"]["flip_toy/M8_N32"]["flipped_by"] == []
+    assert data["cases"]["flip_toy/N32"]["flipped_by"] == []
     md = (out / "flip.md").read_text()
     assert "| `FLIP_TOY_FIX` | `1` | given with --knob |" in md and "**flips**" in md
     # each variant ran in its own Triton cache and its own results file, beside golden's and TOT's
