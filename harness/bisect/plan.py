@@ -72,11 +72,21 @@ def find_spec(cmp_env: dict[str, Any], given: str | None) -> EnvSpec | None:
     exists. ``given`` wins."""
     if given:
         return load_env_spec(given)
-    file = ((cmp_env or {}).get("env_spec") or {}).get("file") or ""
+    recorded = (cmp_env or {}).get("env_spec") or {}
+    file = recorded.get("file") or ""
     found = _existing(file, Path("envs") / Path(file).name) if file else None
     if found is None:
         return None
-    return load_env_spec(found)
+    spec = load_env_spec(found)
+    if not Path(file).is_file():  # the file the run used is gone: one of the same name must be the same spec
+        now = spec.summary()
+        differs = [
+            key for key in ("env", "pythonpath", "timing", "venv") if key in recorded and now.get(key) != recorded[key]
+        ]
+        if differs:
+            raise HarnessError(f"{found}: not the env spec the comparison's {recorded.get('name') or 'run'} ran ({file}, "
+                               f"now gone): its {', '.join(differs)} differ; pass the spec it ran")  # fmt: skip
+    return spec
 
 
 def match_cases(targets: pd.DataFrame, suite: Path) -> list[Case]:

@@ -12,6 +12,7 @@ Resumable: the same command with ``--resume`` goes on with the run in OUT/runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Callable
@@ -76,6 +77,8 @@ def plan(
     log: Callable[[str], None] = print,
 ) -> Flip:
     cmp = load_compare(compare_csv)
+    if not patterns and not (cmp.table["verdict"] == "regression").any():
+        raise HarnessError(f"{compare_csv}: no regression to flip (pick cases with --case)")
     targets = select_targets(cmp, patterns, str(compare_csv))
     if not patterns:
         targets = targets[targets["verdict"] == "regression"]
@@ -176,7 +179,15 @@ def check_options(fl: Flip, opts: RunOptions) -> None:
             before = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
             before = {}
-        differs = [k for k in now if before.get(k) != now[k]]
+        differs = [
+            k
+            for k in now
+            if before.get(k) != now[k]
+            and not (k == "knobs" and isinstance(before.get(k), list) and sorted(before[k]) == sorted(now[k]))
+        ]
+        if differs == ["knobs"]:
+            raise HarnessError(f"--resume: {fl.out} is a flip of the knobs {', '.join(before['knobs'])}, not "
+                               f"{', '.join(now['knobs'])}: run it as it was, or choose a new --out")  # fmt: skip
         if differs:
             raise HarnessError(f"--resume: {fl.out} is a flip of other {', '.join(differs)}: run it as it was, or "
                                "choose a new --out")  # fmt: skip
@@ -202,6 +213,9 @@ def flip(
     prepare_out_dir("--out", out, "flip", inputs=inputs_of(compare_csv), own=(*OWN, "cache"))
     check_options(fl, opts)
     measure(fl, driver, opts, log)
+    if opts.resume:  # the seconds measured before the interruption count too
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            fl.seconds += float(json.loads((out / "flip.json").read_text(encoding="utf-8")).get("seconds") or 0.0)
     judge(fl)
     write_text(out / "flip.json", json.dumps(summary(fl), indent=1) + "\n")
     write_text(out / "flip.md", markdown(fl))

@@ -87,6 +87,7 @@ def _interleave(
             paused[i] = None
             results[i] = done.value
 
+    orders: dict[int, tuple[int, list[int]]] = {}  # round → (epoch, env order), for the sidecars
     try:
         for i in range(len(gens)):  # phase 1 of each env, up to its first timing request
             advance(i)
@@ -95,7 +96,6 @@ def _interleave(
             (warn or _warn_stderr)(same)
         outs = [out for _, out in runs]
         referee = _Referee(board, opts.remeasure, outs, started, labels_processes(opts)) if board else None
-        orders: dict[int, tuple[int, list[int]]] = {}  # round → (epoch, env order), for the sidecars
         while any(p is not None for p in paused):
             live = [p for p in paused if p is not None]
             if referee is not None and all(p[1] == CHECKPOINT for p in live):

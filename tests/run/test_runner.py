@@ -307,3 +307,26 @@ def test_resume_after_the_kernel_was_edited_is_refused(tmp_path, capsys, monkeyp
     assert code == 2 and err.count("harness: error") == 1 and "Traceback" not in err, err
     assert "kernels' source files (kernel_content): {softmax:" in err and "start a new --out" in err
     assert out.read_text() == rows
+
+
+def test_a_refusal_inside_an_interleaved_run_is_one_line(tmp_path, capsys, monkeypatch):
+    """A stranger's test: an interleaved --resume that a worker's first step refuses (the env specs moved, so
+    their Triton caches are other folders) printed an internal error from the run's cleanup, not the refusal."""
+    monkeypatch.setenv("HARNESS_TEST_PYTHON", sys.executable)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        for name in ("g", "t"):
+            (tmp_path / folder / f"{name}.yaml").write_text(
+                f"name: {name}\npython: ${{HARNESS_TEST_PYTHON}}\nenv: {{TRITON_INTERPRET: '1'}}\n"
+            )
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+
+    def run(folder, *more):
+        return cli(capsys, "run", "--env", tmp_path / folder / "g.yaml", "--out", g, "--with-env",
+                   tmp_path / folder / "t.yaml", "--with-out", t, "--suite", DATA / "slow.yaml", "--filter", "M16",
+                   "--launches", "1", *more)  # fmt: skip
+
+    assert run("a")[0] == 0
+    code, _, err = run("b", "--resume")
+    assert code == 2 and "internal error" not in err and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("harness: error: ") and "--resume with the env's knobs" in err
