@@ -199,6 +199,7 @@ def ran_text(kd: KernelDiff, g: str, t: str) -> str:
     kernel was launched with."""
     what = {
         "each": f"what each stack ran: {g} and {t} chose other configs",
+        "same": f"what each stack ran: {g} and {t} chose the same config",
         "tot": f"the config {t} ran, compiled by both",
         "golden": f"the config {g} ran, compiled by both",
     }[kd.ran]

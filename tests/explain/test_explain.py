@@ -363,6 +363,12 @@ def test_pairs_of_an_autotuned_op_with_a_second_kernel_and_the_same_choice():
     tot = [k("t1", "gemm", TILE=1), k("t2", "gemm", TILE=2), k("t3", "gemm", TILE=3), k("tr", "reduce", B=4)]
     got = [(g and g.id, t and t.id, what) for g, t, what in pair_kernels(golden, tot, {"TILE": 2}, {"TILE": 2})]
     assert got == [("g2", "t2", "same"), ("gr", "tr", "ran"), ("g1", "t1", ""), (None, "t3", "")]
+    from harness.explain.explain import KernelDiff
+    from harness.explain.pages import ran_text
+
+    same = KernelDiff("gemm", golden[1], tot[1], [], [], {}, [], False, ran="same")
+    assert ran_text(same, "golden", "TOT") == "what each stack ran: golden and TOT chose the same config (golden " \
+        "TILE 2; TOT TILE 2)"  # fmt: skip
     got = [(g and g.id, t and t.id, what) for g, t, what in pair_kernels(golden, tot, {"TILE": 2}, {"TILE": 3})]
     assert got[0] == ("g2", "t3", "each") and (None, "t3", "") in got, "golden never compiled TILE 3"
     assert ("g2", "t2", "golden") in got and not any(w == "tot" for _, _, w in got)
