@@ -7,15 +7,15 @@ buffers, the stream's timestamps), so a record that is not what the profiler say
 
 - a launch's profiler span (its first dispatch's start to its last one's end: dispatches may overlap, on a second
   stream or launched as dependents, so their sum may exceed it) cannot exceed its own event bracket, which holds
-  every kernel of the op. More than OVER_US beyond it (the events' resolution and their own latency) means records that are not this launch's (a
-  duplicate, one shifted from another launch, a wrong timestamp). On an H200 over the library suite (6,063
-  launches) none did;
+  every kernel of the op. More than OVER_US beyond it (the events' resolution and their own latency) means
+  records that are not this launch's (a duplicate, one shifted from another launch, a wrong timestamp). On H200s
+  (the library suite, FlagGems and the multi-GPU suite at W = 2: 142,188 launches) none read longer by their sum;
 - the number of launches the profiler saw must be the number made, and every launch of one op the same number
-  of dispatches (worker/timing.attribute_dispatches): a profiler that loses records at random (26–65 % of
+  of dispatches as most (worker/timing.invocations): a profiler that loses records at random (26–65 % of
   dispatches under HIP graph replay, a public ROCm issue) leaves launches short of their peers.
 
 The bracket cannot bound the op from above: with the GPU idle before a launch (the automatic gap) it also holds
-the host's submission, 84 to 420 µs on that H200 with CUPTI on, so a profiler that lost the same dispatch of
+the host's submission, 49 to 420 µs on those H200s with CUPTI on, so a profiler that lost the same dispatch of
 every launch is not caught; ``gap_us`` records the excess for the record.
 
 A rep that fails one is refused with the status ``instrument``: no time, never a verdict

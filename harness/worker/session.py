@@ -316,7 +316,7 @@ class Session:
         sampler = Sampler(dev) if dev is not None else NoSampler()
         try:
             samples, dispatch, second = self._samples(op, raw, n, idle_s, sampler, rehome, case)
-            agreed = clocks.compare([p for p, _ in second], [e for _, e in second]) if second is not None else None
+            agreed = clocks.compare(*second) if second is not None else None
         except InstrumentError as exc:
             return {"case_id": case["case_id"], "status": "instrument", "error": f"timing: {exc}"}
         except Exception as exc:  # noqa: BLE001
@@ -409,7 +409,7 @@ class Session:
         return drive(_Rep(op, raw, n, idle_s, sampler, rehome, every, step, case))
 
     # one adapter per timing loop of worker/timing.Timer (backends.Backend.timer names it):
-    # (samples, dispatch, (the profiler's span, the second clock's time) of each sample, or None: worker/clocks.py)
+    # (samples, dispatch, (the profiler's spans, the second clock's times) or None: worker/clocks.py)
     def _by_cupti(self, r: _Rep) -> tuple:
         return self.timer.cupti(r.raw, r.n, r.idle_s, r.sampler, r.rehome, r.every, step=r.step)
 

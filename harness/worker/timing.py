@@ -76,7 +76,11 @@ def attribute_dispatches(
     Raises InstrumentError if the number of invocations is not ``n``, or if timed invocations have fewer
     dispatches than most (records lost): :func:`dispatch_counts`.
     """
-    groups = invocations(events, flush_name, n, drop)
+    return op_times(invocations(events, flush_name, n, drop))
+
+
+def op_times(groups: list[list[tuple]]) -> tuple[list[float], dict]:
+    """Each invocation's op time (its dispatches' sum) and the median time of each dispatch (``i:name``)."""
     per_name: dict[str, list[float]] = {}
     for g in groups:
         for i, (name, us, *_) in enumerate(g):
@@ -84,11 +88,11 @@ def attribute_dispatches(
     return [sum(e[1] for e in g) for g in groups], {k: statistics.median(v) for k, v in per_name.items()}
 
 
-def launch_spans(events: list[tuple], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()) -> list:
-    """Per timed invocation, the time from its first dispatch's start to its last one's end (events with start
-    and end: kernel_events(spans=True)): what the events around the launch must hold, whatever the dispatches
-    overlap (a second stream, programmatic dependent launch), where their sum may not."""
-    return [max(e[3] for e in g) - min(e[2] for e in g) for g in invocations(events, flush_name, n, drop)]
+def span(group: list[tuple]) -> float:
+    """An invocation's time from its first dispatch's start to its last one's end (events with start and end:
+    kernel_events(spans=True)): what the events around the launch must hold, whatever the dispatches overlap (a
+    second stream, programmatic dependent launch), where their sum may not."""
+    return max(e[3] for e in group) - min(e[2] for e in group)
 
 
 def invocations(events: list[tuple], flush_name: str, n: int, drop: set[int] | frozenset[int] = frozenset()) -> list:
@@ -115,7 +119,7 @@ def invocations(events: list[tuple], flush_name: str, n: int, drop: set[int] | f
     return groups
 
 
-def dispatch_counts(groups: list[list[tuple[str, float]]]) -> None:
+def dispatch_counts(groups: list[list[tuple]]) -> None:
     """Raise InstrumentError unless the launches of one op agree in their number of dispatches, as an op that
     launches the same kernels every time does: a launch with fewer than most lost records. A launch with more
     is an op's one-off (the multi-GPU kernel fills its signal pad once a rep: one launch of 47 or 93 on an
@@ -267,8 +271,8 @@ class Timer:
         ranks and the idle gap is a device-side wait (harness/worker/group.py): the op starts on every GPU
         together, however each host was doing.
 
-        Returns (op time of each timed launch, median of each dispatch, (the profiler's span, the events' time) of
-        each timed launch): two CUDA events bracket every timed launch on its stream, the second clock of
+        Returns (op time of each timed launch, median of each dispatch, (the profiler's span of each timed launch,
+        the events' time of each)): two CUDA events bracket every timed launch on its stream, the second clock of
         worker/clocks.py."""
         from torch.profiler import ProfilerActivity, profile
 
@@ -310,10 +314,9 @@ class Timer:
             torch.cuda.synchronize()
             sampler.busy = False
         untimed = {i for i, (_, is_timed) in enumerate(plan) if not is_timed}
-        events = kernel_events(prof, spans=True)
-        samples, dispatch = attribute_dispatches(events, FLUSH_NAME, len(plan), drop=untimed)
-        spans = launch_spans(events, FLUSH_NAME, len(plan), drop=untimed)
-        return samples, dispatch, list(zip(spans, (s.elapsed_time(e) * 1e3 for s, e in bracket_list), strict=True))
+        groups = invocations(kernel_events(prof, spans=True), FLUSH_NAME, len(plan), drop=untimed)
+        samples, dispatch = op_times(groups)
+        return samples, dispatch, ([span(g) for g in groups], [s.elapsed_time(e) * 1e3 for s, e in bracket_list])
 
     def _meet(self, step) -> None:  # noqa: ANN001
         """The ranks meet on the host once a rep, their GPUs idle: the launches after it are queued back to back."""

@@ -111,7 +111,7 @@ def test_one_launch_past_its_events_is_within_the_events_resolution_share():
 def test_overlapping_dispatches_are_judged_by_their_span_not_their_sum():
     """A split-K whose reduce overlaps the GEMM (launched as a dependent, or on a second stream): the two
     records sum to more than the events around the launch; their span from first start to last end does not."""
-    from harness.worker.timing import launch_spans
+    from harness.worker.timing import invocations, span
 
     events, brackets = [], []
     for i in range(20):
@@ -124,7 +124,7 @@ def test_overlapping_dispatches_are_judged_by_their_span_not_their_sum():
         brackets.append(44.5)
     times, _ = attribute_dispatches(events, F, 20)
     assert times[0] == 48.0 and clocks.problem(clocks.compare(times, brackets)) != ""  # the sum would be refused
-    spans = launch_spans(events, F, 20)
+    spans = [span(g) for g in invocations(events, F, 20)]
     assert spans[0] == 43.0 and clocks.problem(clocks.compare(spans, brackets)) == ""
 
 
@@ -151,10 +151,10 @@ def test_the_worker_answers_instrument_and_keeps_the_clocks(monkeypatch):
     try:
         launches, events = split_k(5)
         times = [sum(us for _, us in launch) for launch in launches]
-        monkeypatch.setattr(w, "_samples", lambda *a: (times, {"0:gemm": 40.0}, list(zip(times, events))))
+        monkeypatch.setattr(w, "_samples", lambda *a: (times, {"0:gemm": 40.0}, (times, events)))
         (ok,) = ask(w, {"op": "time", "case": case(16), "n": 5})
         assert ok["status"] == "ok" and ok["clocks"] == {"event_us": 46.6, "gap_us": 2.5, "over": 0, "n": 5}
-        monkeypatch.setattr(w, "_samples", lambda *a: (times, None, [(t, t - 5.0) for t in times]))
+        monkeypatch.setattr(w, "_samples", lambda *a: (times, None, (times, [t - 5.0 for t in times])))
         (bad,) = ask(w, {"op": "time", "case": case(16), "n": 5})
         assert bad["status"] == "instrument" and "5 of 5 launches read longer" in bad["error"]
         assert "time_us" not in bad and bad["clocks"]["over"] == 5
