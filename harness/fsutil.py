@@ -127,6 +127,18 @@ def guard_outputs(outputs: Sequence[Output], inputs: Iterable[str | os.PathLike[
         check_writable(o.option, o.path)  # type: ignore[arg-type]
 
 
+def json_object(path: str | os.PathLike[str]) -> dict | None:
+    """A file's JSON object, or None where it cannot be read as one: what an output's ``ours`` asks of a file
+    that is already there (is it the one this option wrote?), never an error of its own."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def refuse_overwrite(outputs: dict[str, str | os.PathLike[str] | None], inputs: list[str | os.PathLike[str]]) -> None:
     """One line and exit 2 when an output option names one of the inputs (``--out golden.csv``)."""
     for option, out in outputs.items():

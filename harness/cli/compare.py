@@ -223,10 +223,7 @@ def _compare_markdown(path: Path) -> bool:
 
 def _compare_meta(path: Path) -> bool:
     """Whether ``path`` is the .meta.json `harness compare --out` writes beside its CSV (it counts the verdicts)."""
-    import json
+    from harness.fsutil import json_object
 
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(meta, dict) and isinstance(meta.get("counts"), dict)
+    meta = json_object(path)
+    return meta is not None and isinstance(meta.get("counts"), dict)

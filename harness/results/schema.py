@@ -112,6 +112,12 @@ def sidecar_path(results: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".env.json")
 
 
+def written_sidecar(meta: dict | None) -> bool:
+    """Whether a sidecar's content (a JSON object, or None) is one harness wrote: a run's (its schema version) or
+    a merge's (its parts). The one such file an output beside a results file may replace."""
+    return isinstance(meta, dict) and ("schema_version" in meta or isinstance(meta.get("parts"), list))
+
+
 def artifacts_dir(results: str | os.PathLike[str], env: dict | None = None) -> Path:
     """The folder ``harness run --artifacts`` keeps a results file's compiled kernels in: the sidecar's
     ``artifacts_dir`` when it names one, else ``<stem>.artifacts`` beside the results file."""

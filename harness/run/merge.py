@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, counted
-from harness.fsutil import Output, atomic_write, guard_outputs
+from harness.fsutil import Output, atomic_write, guard_outputs, json_object
 from harness.inputs.suite import load_suite
 from harness.results import identity, integrity
 from harness.results.gpu import gpu_field
 from harness.results.load import load_results
-from harness.results.schema import artifacts_dir, sidecar_path
+from harness.results.schema import artifacts_dir, sidecar_path, written_sidecar
 from harness.run.sidecar import write_sidecar
 
 
@@ -106,7 +106,12 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
     guard_outputs(
         [
             Output("--out", out, merged, "a file `harness merge` wrote"),
-            Output("--out's sidecar", sidecar_path(out), ours, "a sidecar harness wrote"),
+            Output(
+                "--out's sidecar",
+                sidecar_path(out),
+                lambda p: written_sidecar(json_object(p)),
+                "a sidecar harness wrote",
+            ),
         ],
         [*parts, *map(sidecar_path, parts)],
     )
@@ -147,20 +152,8 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
 def merged(out: Path) -> bool:
     """Whether ``out`` is a file an earlier merge wrote (its sidecar lists the parts): the one existing --out a
     merge replaces; a results file of a run, a comparison or any other file there is refused, not overwritten."""
-    try:
-        meta = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(meta, dict) and isinstance(meta.get("parts"), list)
-
-
-def ours(sidecar: Path) -> bool:
-    """Whether an existing sidecar at --out's is harness's (a run's or a merge's), which a merge may replace."""
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(meta, dict) and ("schema_version" in meta or isinstance(meta.get("parts"), list))
+    meta = json_object(sidecar_path(out))
+    return meta is not None and isinstance(meta.get("parts"), list)
 
 
 def _check_complete(present: set[tuple[str, str]], suite: Path) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.fsutil import Output, guard_outputs
+from harness.fsutil import Output, guard_outputs, json_object
 from harness.inputs.suite import Case
 from harness.results import identity, integrity
 from harness.results.load import load_env, load_results
-from harness.results.schema import artifacts_dir, sidecar_path
+from harness.results.schema import artifacts_dir, sidecar_path, written_sidecar
 from harness.results.write import ResultsAppender
 from harness.run.cases import CaseState, group_problem, result_row
 from harness.run.gpu_state import gpu_state
@@ -493,19 +493,10 @@ def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
     guard_outputs([
         Output(option, out, lambda p: opts.resume, "results to resume"),
         # beside it, files a run writes: a user's file of that name is refused, a run's own replaced
-        Output(f"{option}'s sidecar", sidecar_path(out), _harness_sidecar, "a sidecar harness wrote"),
+        Output(f"{option}'s sidecar", sidecar_path(out), lambda p: written_sidecar(json_object(p)),
+               "a sidecar harness wrote"),
         Output(f"{option}'s journal", journal_path(out), _harness_journal, "a journal harness wrote"),
     ])  # fmt: skip
-
-
-def _harness_sidecar(path: Path) -> bool:
-    import json
-
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(meta, dict) and "schema_version" in meta
 
 
 def _harness_journal(path: Path) -> bool:
