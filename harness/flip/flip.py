@@ -29,6 +29,7 @@ from harness.flip import knobs as K
 from harness.flip.model import Flip
 from harness.fsutil import write_text
 from harness.outdir import prepare_out_dir
+from harness.results.cells import number
 from harness.run.options import RunOptions
 from harness.run.orchestrate import Driver
 from harness.verdict.referee import rule_referee
@@ -94,14 +95,13 @@ def plan(
         if spec is None:
             raise HarnessError(f"{compare_csv}: the env spec its {side} run used is not here: pass {option} ENV")
     backend = str((cmp.tot_env or {}).get("backend") or "")
-    tot_env = {k: v for k, v in {**t.summary()["env"]}.items() if v is not None}
     declared = declared_knobs(t)
     if declared is None and K.CANDIDATES.get(backend):
         log("TOT's Triton does not say which knobs it reads (no triton.knobs): trying every candidate")
-    chosen = K.candidates(backend, declared, given, tot_env)
+    chosen = K.candidates(backend, declared, given, t.summary()["env"])
     if not chosen:
         raise HarnessError(f"no knob to try on {backend or 'this'} backend: name one with --knob NAME=VALUE")
-    return Flip(Path(compare_csv), out, cases, targets.to_dict("records"), g, t, chosen, cmp.rule, suite_path)
+    return Flip(Path(compare_csv), out, cases, g, t, chosen, cmp.rule, suite_path)
 
 
 def measure(fl: Flip, driver: Driver, opts: RunOptions, log: Callable[[str], None] = print) -> None:
@@ -148,11 +148,8 @@ def _table(golden: Path, other: Path, rule: Any) -> dict[str, dict[str, Any]]:
 
 def _reading(row: dict[str, Any]) -> dict[str, Any]:
     def num(v: Any) -> float | None:
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            return None
-        return None if f != f else round(f, 3)
+        f = number(v)
+        return None if f is None else round(f, 3)
 
     return {"verdict": str(row.get("verdict") or ""), "confidence": str(row.get("confidence") or ""),
             "delta_pct": num(row.get("delta_pct")), "tot_us": num(row.get("tot_us")),

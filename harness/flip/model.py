@@ -17,7 +17,6 @@ class Flip:
     compare_csv: Path
     out: Path
     cases: list[Case]
-    targets: list[dict[str, Any]]
     golden: EnvSpec
     tot: EnvSpec
     knobs: list[Knob]
