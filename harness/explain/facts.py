@@ -92,7 +92,8 @@ def resources(meta: dict[str, Any], amdgcn: str = "") -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ instruction mix
 
-_SASS_CTRL = re.compile(r"^\s*(?:[-\w]{1,2}:){4}\d+\s+")  # nvdisasm control codes "--:-:0:-:1"
+#: nvdisasm's control codes, "--:-:0:-:1" or "02:-:1:Y:c": the last field, the stall count, is hex
+_SASS_CTRL = re.compile(r"^\s*(?:[-\w]{1,2}:){4}[0-9a-fA-F]+\s+")
 _SASS_ADDR = re.compile(r"/\*[0-9a-fx]+\*/")
 
 

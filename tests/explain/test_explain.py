@@ -56,6 +56,9 @@ def test_sass_parsing_of_both_listing_forms():
     nvdisasm = "Function:k\n--:-:0:-:1\tLDC R1, c[0x0][0x28];\n02:-:-:Y:5\t@!P0 LDG.E.128 R4, desc[UR4][R2.64];\n"
     cuobjdump = "        /*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ ;\n"
     assert sass_instructions(nvdisasm) == ["LDC R1, c[0x0][0x28]", "@!P0 LDG.E.128 R4, desc[UR4][R2.64]"]
+    # a stall count of 10 or more is written in hex: those instructions were dropped, HGMMAs among them
+    hex_stall = "02:-:1:Y:c\tMUFU.RCP R3, R3;\n--:-:-:Y:f\tHGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ;\n"
+    assert sass_instructions(hex_stall) == ["MUFU.RCP R3, R3", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ"]
     mix = sass_mix(nvdisasm + cuobjdump + "STG.E.U16 [R2], R5 ;\n")
     assert mix["global load 128-bit"] == 1 and mix["matrix HGMMA"] == 1 and mix["global store 16-bit"] == 1
     assert register_agnostic(["IADD3 R7, R11, 0x380, UR4", "v_add v[4:7], s3"]) == [
