@@ -56,8 +56,22 @@ def rep_cells(t: np.ndarray, ok: np.ndarray, rng: np.random.Generator, odd: int)
     return out, np.where(ok, clock.astype(str), "")
 
 
+def proc_cells(reps: pd.Series, ok: np.ndarray) -> np.ndarray:
+    """``rep_procs`` as the plain command writes it on ok rows: the first pass's reps from two worker processes,
+    the stability rule's extra ones from a fresh process each (epochs 5, 6: results.schema.FIRST_EXTRA_EPOCH)."""
+    by_count = {3: "[0,0,1]", 5: "[0,0,1,5,6]"}
+    return np.where(ok, reps.map(lambda k: by_count.get(k, "")).to_numpy(dtype=object), "")
+
+
 def make(
-    path: Path, n: int, seed: int, base: np.ndarray | None = None, *, filled: bool = False, odd: int = 0
+    path: Path,
+    n: int,
+    seed: int,
+    base: np.ndarray | None = None,
+    *,
+    filled: bool = False,
+    odd: int = 0,
+    labelled: bool = False,
 ) -> np.ndarray:
     rng = np.random.default_rng(seed)
     kernels = np.array(
@@ -82,6 +96,8 @@ def make(
     if filled:
         df["rep_times_us"], df["sm_clock_mhz"] = rep_cells(t, status == "ok", rng, odd)
         df["reps"] = np.where(status == "ok", df["rep_times_us"].str.count(",") + 1, 3)
+        if labelled:
+            df["rep_procs"] = proc_cells(df["reps"], status == "ok")
     df.to_csv(path, index=False)
     return t
 
@@ -182,14 +198,15 @@ def main() -> None:
     ap.add_argument("--stages", action="store_true", help="CPU and wall of each stage, a process per run")
     ap.add_argument("--filled", action="store_true", help="rep_times_us and sm_clock_mhz filled on every ok row")
     ap.add_argument("--odd", type=int, default=0, help="with --filled: ok rows given each odd rep cell (ODD_REPS)")
+    ap.add_argument("--labelled", action="store_true", help="with --filled: rep_procs too, as the plain command")
     a = ap.parse_args()
     d = a.keep or Path(tempfile.mkdtemp())
     d.mkdir(parents=True, exist_ok=True)
     g, t = d / "golden.csv", d / "tot.csv"
     t0 = time.perf_counter()
     if not (a.reuse and g.exists() and t.exists()):
-        base = make(g, a.rows, 1, filled=a.filled, odd=a.odd)
-        make(t, a.rows, 2, base, filled=a.filled, odd=a.odd)
+        base = make(g, a.rows, 1, filled=a.filled, odd=a.odd, labelled=a.labelled)
+        make(t, a.rows, 2, base, filled=a.filled, odd=a.odd, labelled=a.labelled)
     print(f"wrote 2 x {a.rows:,} rows ({g.stat().st_size / 1e6:.0f} MB each) in {time.perf_counter() - t0:.1f} s")
 
     here = Path(__file__).resolve().parents[1]

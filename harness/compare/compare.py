@@ -228,8 +228,10 @@ def _labelled_evidence(
     from harness.verdict.confirm import Side, judge
 
     sides = [
-        Side.parse(J.col(df, "rep_times_us", rows).tolist(), J.col(df, "rep_procs", rows).tolist())
-        for df, rows in ((j.golden, j.gi), (j.tot, j.ti))
+        Side.parse(
+            j.reps(side) or J.arrow_column(J.col(df, "rep_times_us", None)), J.arrow_column(df["rep_procs"]), rows
+        )
+        for side, df, rows in (("golden", j.golden, j.gi), ("tot", j.tot, j.ti))
     ]
     names = np.asarray(pd.Series(kernels).astype(str), dtype=object)
     return judge(names, sides[0], sides[1], gu, tu, vcode, rule, process_pct)
@@ -375,10 +377,8 @@ def _flag_notes(j: J.Joined, flagged: np.ndarray, vcode: np.ndarray, pct: np.nda
         if both.any():  # overlap_note asked only where it may write a note (the rest are plain lists apart)
             both &= overlapping(g_reps, t_reps, regression)
         asked = np.flatnonzero(both)
-        for i, gr, tr in zip(flagged[asked], g_reps.texts(asked), t_reps.texts(asked), strict=True):
-            if len(gr) <= 2 or len(tr) <= 2:  # characters, as pandas' str.len counts them (non-ASCII cells)
-                continue
-            note = overlap_note(str(gr), str(tr), VERDICTS[vcode[i]] == "regression")
+        for i, gr, tr in zip(flagged[asked], g_reps.lists(asked), t_reps.lists(asked), strict=True):
+            note = overlap_note(gr, tr, VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:

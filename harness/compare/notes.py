@@ -3,7 +3,6 @@ when nothing was compared at all. Pure: frames and sidecar dicts in, one-line te
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
@@ -20,15 +19,12 @@ def first_line(error: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def overlap_note(golden_reps: str, tot_reps: str, regression: bool) -> str:
+def overlap_note(golden_reps: list[float] | None, tot_reps: list[float] | None, regression: bool) -> str:
     """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
     side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed
-    depends on the process (placement) more than the rule's 0.5 % + 0.5 µs."""
-    try:
-        g = [float(x) for x in json.loads(golden_reps)]
-        t = [float(x) for x in json.loads(tot_reps)]
-    except (ValueError, TypeError):
-        return ""
+    depends on the process (placement) more than the rule's 0.5 % + 0.5 µs. The reps as reps.Cells.lists reads
+    them (None: a cell that is not a list of numbers)."""
+    g, t = golden_reps or [], tot_reps or []
     if len(g) < 2 or len(t) < 2:
         return ""
     slow, fast = (t, g) if regression else (g, t)

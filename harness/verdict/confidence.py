@@ -25,10 +25,11 @@ where the case has no such estimate (no widening).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from harness.verdict.reps import _moments, _parse, cells_of, rep_stats_arrow, slow_values, stats_of
+from harness.verdict.reps import Column, cells_of, rep_stats_arrow, text_array
 from harness.verdict.rule import VERDICTS, Rule
 
 CONFIDENCE = ("confident", "ambiguous", "unknown", "")
@@ -51,41 +52,15 @@ def t975(df: np.ndarray) -> np.ndarray:
     return np.where(df <= 30, inside, 1.96 + (table[-1] - 1.96) * 30.0 / df)
 
 
-def rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rep_stats(texts: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean, sample standard deviation) of each row's rep times, given as lists ("[1.0, 2.0]"); an empty
-    or unparsable cell gives count 0 (no estimate, never a guess). One C-level parse of all rows at once, rows
-    separated by -1 (times are positive): a million rows of 3 reps take well under a second. ``texts`` may also
-    be an Arrow text array (what compare takes from its files), parsed by Arrow with the same answers (reps.py)."""
+    or unparsable cell gives count 0 (no estimate, never a guess). ``texts``: Python strings (any other value an
+    empty cell), an Arrow text array (what compare takes from its files) or reps.Cells, all read by the one
+    parser of rep cells (reps.py): Arrow for a runner's lists, its Python readers for the odd cells."""
     cells = cells_of(texts)
-    if cells is not None:
-        return rep_stats_arrow(cells)
-    arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
-    filled = arr != ""  # (NaN, None, pd.NA: no rep times)
-    if not filled.all():  # files without rep times, rows without: parse only the rest
-        full = (np.zeros(len(arr), dtype=np.int64), np.full(len(arr), np.nan), np.full(len(arr), np.nan))
-        if filled.any():
-            for out, part in zip(full, rep_stats(arr[filled])):
-                out[filled] = part
-        return full
-    cells = arr.tolist()
-    big = ",-1,".join(cells).replace("[", "").replace("]", "")
-    n = len(cells)
-    try:
-        flat = _parse(big + ",-1") if n else np.zeros(0)
-    except ValueError:
-        return _rep_stats_slow(cells)
-    ends = np.flatnonzero(flat == -1.0)
-    if len(ends) != n:  # a cell held a stray separator or text: parse row by row
-        return _rep_stats_slow(cells)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    count = ends - starts
-    values = np.delete(flat, ends)
-    rows = np.repeat(np.arange(n), count)
-    return _moments(values, rows, count.astype(np.int64))
-
-
-def _rep_stats_slow(cells: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return stats_of([slow_values(c) for c in cells])
+    if cells is None:
+        cells = Column(text_array(texts)).at(None)
+    return rep_stats_arrow(cells)
 
 
 def evidence(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -54,19 +55,32 @@ class Side:
     n: int
 
     @classmethod
-    def parse(cls, times: list[str], procs: list[str]) -> Side:
-        """From the cells of ``rep_times_us`` and ``rep_procs`` (JSON lists); a row whose two lists do not
-        parse as positive times and whole numbers of the same length holds no reps here (it is judged as a
-        file without labels is)."""
-        v, r, p = [], [], []
-        for i, (tc, pc) in enumerate(zip(times, procs, strict=True)):
-            got = _pair(tc, pc)
-            if got is not None:
-                v += got[0]
-                p += got[1]
-                r += [i] * len(got[0])
-        return cls(np.asarray(v, dtype=np.float64), np.asarray(r, dtype=np.int64), np.asarray(p, dtype=np.int64),
-                   len(times))  # fmt: skip
+    def parse(cls, times: Any, procs: Any, rows: np.ndarray | None = None) -> Side:
+        """From the cells of ``rep_times_us`` and ``rep_procs``: Python strings (any other value an empty cell),
+        Arrow text arrays, or the times as a reps.Column (parsed once, for the interval too). ``rows``: the cell
+        of each row (-1: none; None: every cell, in order). A row whose two lists do not parse as positive times
+        and whole numbers of the same length holds no reps here (it is judged as a file without labels is).
+        Arrow reads the plain cells (reps.py), _pair the few others."""
+        from harness.verdict import reps
+
+        column = times if isinstance(times, reps.Column) else reps.Column(reps.text_array(times))
+        filled, plain, count = column.parsed()[:3]
+        pf, pp, pn, pv = reps.int_lists(reps.text_array(procs))
+        n = len(filled) if rows is None else len(rows)
+        at = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+        there = at >= 0
+        at = np.where(there, at, 0)
+        both_plain = there & plain[at] & pp[at]
+        usable = both_plain & (count[at] == pn[at])
+        cells = at[usable]
+        values = reps.gather(count, column.flat()[1], cells)
+        labels = reps.gather(pn, pv, cells)
+        owner = np.repeat(np.flatnonzero(usable), count[cells])
+        odd = np.flatnonzero(there & filled[at] & pf[at] & ~both_plain)
+        if len(odd):
+            values, owner, labels = _with_odd(values, owner, labels, odd, column, procs, at)
+        return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
+                   labels.astype(np.int64, copy=False), n)  # fmt: skip
 
     def processes(self, which: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row of each process, its mean, the row's mean over its processes at that row) over the processes of
@@ -74,11 +88,10 @@ class Side:
         keep = {"all": np.ones(len(self.procs), bool), "first": self.procs < FIRST_EXTRA_EPOCH,
                 "again": self.procs >= FIRST_EXTRA_EPOCH}[which]  # fmt: skip
         rows, procs, values = self.rows[keep], self.procs[keep], self.values[keep]
-        key = rows * (int(procs.max(initial=0)) + 1) + procs
-        groups, inverse = np.unique(key, return_inverse=True)
-        sums = np.bincount(inverse, weights=values, minlength=len(groups))
-        means = sums / np.bincount(inverse, minlength=len(groups))
-        grow = rows[np.unique(inverse, return_index=True)[1]] if len(groups) else np.zeros(0, np.int64)
+        first, inverse = _groups(rows * (int(procs.max(initial=0)) + 1) + procs)
+        sums = np.bincount(inverse, weights=values, minlength=len(first))
+        means = sums / np.bincount(inverse, minlength=len(first))
+        grow = rows[first]
         count = np.bincount(grow, minlength=self.n)
         with np.errstate(invalid="ignore", divide="ignore"):
             row_mean = np.bincount(grow, weights=means, minlength=self.n) / count
@@ -87,6 +100,28 @@ class Side:
     def stack_time(self, which: str = "all") -> np.ndarray:
         """Each row's time over the processes of ``which`` (NaN where it has none)."""
         return self.processes(which)[2]
+
+
+def _with_odd(
+    values: np.ndarray, owner: np.ndarray, labels: np.ndarray, odd: np.ndarray, column: Any, procs: Any,
+    at: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The plain rows' reps with those of the odd rows (``odd``: rows whose cells Arrow did not read) that _pair
+    reads, every rep in row order."""
+    from harness.verdict import reps
+
+    times = reps.texts_at(column.arr, at[odd])
+    labelled = reps.texts_at(reps.text_array(procs), at[odd])
+    v, r, p = [values], [owner], [labels]
+    for i, tc, pc in zip(odd, times, labelled, strict=True):
+        got = _pair(tc, pc)
+        if got is not None:
+            v.append(np.asarray(got[0], dtype=np.float64))
+            p.append(np.asarray(got[1], dtype=np.int64))
+            r.append(np.full(len(got[0]), i, dtype=np.int64))
+    rows = np.concatenate(r)
+    order = np.argsort(rows, kind="stable")
+    return np.concatenate(v)[order], rows[order], np.concatenate(p)[order]
 
 
 def _pair(times: str, procs: str) -> tuple[list[float], list[int]] | None:
@@ -100,9 +135,20 @@ def _pair(times: str, procs: str) -> tuple[list[float], list[int]] | None:
         return None
     if not all(isinstance(x, (int, float)) and 0 < x < 1e100 for x in t):
         return None
-    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in p):
+    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63 for x in p):
         return None
     return [float(x) for x in t], p
+
+
+def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each distinct key first occurs, each key's group), groups in the keys' order, as np.unique gives
+    them: in one pass where the keys are in order, as a run writes its reps (row after row, each row's processes
+    in turn), else by sorting them."""
+    if len(key) and (key[1:] >= key[:-1]).all():
+        new = np.concatenate(([True], key[1:] != key[:-1]))
+        return np.flatnonzero(new), np.cumsum(new, dtype=np.int64) - 1
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 def spread(side: Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

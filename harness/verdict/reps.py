@@ -1,6 +1,7 @@
-"""Rep-time cells ("[12.5,12.51,12.49]") parsed with Arrow, a million at a time, with the answers of the Python
-parsers they replace: confidence.rep_stats' (for the interval) and notes.overlap_note's json (for the rep-range
-note).
+"""The one reader of the lists a results row holds: its rep times ("[12.5,12.51,12.49]") and the worker process
+of each rep (``rep_procs``, "[0,0,1]"), parsed with Arrow, a million at a time, with the answers of the Python
+readers they replace: the interval's (confidence.rep_stats), the confirmation's (confirm.Side, whose odd cells
+confirm._pair reads as JSON) and the rep-range note's (JSON: :func:`json_floats`). No other module parses them.
 
 A cell a runner writes is *plain*: a JSON list of one or more numbers in JSON's own grammar (no sign, at most 20
 digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100. On such a cell numpy's
@@ -31,6 +32,7 @@ class Column:
     def __init__(self, arr: Any) -> None:
         self.arr = arr
         self._parsed: tuple[np.ndarray, ...] | None = None
+        self._values = np.zeros(0)
         self._lengths: np.ndarray | None = None
         self._future: Any = None
 
@@ -67,13 +69,22 @@ class Column:
         n = len(filled)
         plain, count = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
         mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
+        kept = []
         at = 0
         for batch in _batches(self.arr):  # a batch at a time: its temporaries stay small, their pages reused
             end = at + len(batch)
             _, plain[at:end], count[at:end], values = parse_plain(batch, filled[at:end])
             mean[at:end], sd[at:end], lo[at:end], hi[at:end] = figures(values, count[at:end])
+            kept.append(values)
             at = end
+        self._values = np.concatenate(kept) if kept else np.zeros(0)
         return filled, plain, count, mean, sd, lo, hi
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """(count, values): each plain cell's number of reps (0 for every other cell) and the plain cells' reps,
+        flat, in the column's order (what confirm.Side takes its labelled reps from)."""
+        count = self.parsed()[2]
+        return count, self._values
 
     def at(self, rows: np.ndarray | None) -> Cells:
         return Cells(self, rows)
@@ -158,22 +169,21 @@ class Cells:
 
     def texts(self, which: np.ndarray) -> list[str]:
         """The cells at positions ``which`` (of these cells; each one filled) as Python strings."""
-        import pyarrow as pa
+        return texts_at(self.column.arr, which if self.rows is None else self.rows[which])
 
+    def lists(self, which: np.ndarray) -> list[list[float] | None]:
+        """The reps of the cells at positions ``which`` (of these cells; each one filled): a plain cell's as Arrow
+        read them, an odd one's as JSON reads it (:func:`json_floats`; None where it holds no list of numbers)."""
         rows = which if self.rows is None else self.rows[which]
-        arr = self.column.arr
-        if not isinstance(arr, pa.ChunkedArray):
-            return arr.take(pa.array(rows, type=pa.int64())).to_pylist()
-        # a chunked array's take joins its chunks first (the whole column, for a few cells): each chunk's own
-        ends = np.cumsum([len(c) for c in arr.chunks])
-        chunk = np.searchsorted(ends, rows, side="right")
-        out: list[str] = [""] * len(rows)
-        for c in np.unique(chunk):
-            at = np.flatnonzero(chunk == c)
-            local = rows[at] - (ends[c - 1] if c else 0)
-            for k, v in zip(at, arr.chunk(int(c)).take(pa.array(local, type=pa.int64())).to_pylist(), strict=True):
-                out[k] = v
-        return out
+        count, values = self.column.flat()
+        plain = self.column.parsed()[1][rows]
+        starts = np.zeros(len(count), dtype=np.int64)
+        np.cumsum(count[:-1], out=starts[1:])
+        odd = iter(texts_at(self.column.arr, rows[~plain]))
+        return [
+            values[starts[r] : starts[r] + count[r]].tolist() if p else json_floats(next(odd))
+            for r, p in zip(rows.tolist(), plain.tolist(), strict=True)
+        ]
 
     def lengths(self) -> np.ndarray:
         """Each cell's length in bytes, up to 3 (0: empty or no row)."""
@@ -181,6 +191,24 @@ class Cells:
         if self.rows is None:
             return full
         return np.where(self.rows >= 0, full[np.where(self.rows >= 0, self.rows, 0)], 0)
+
+
+def texts_at(arr: Any, rows: np.ndarray) -> list[str]:
+    """The cells of an Arrow text array at ``rows`` (each one filled) as Python strings."""
+    import pyarrow as pa
+
+    if not isinstance(arr, pa.ChunkedArray):
+        return arr.take(pa.array(rows, type=pa.int64())).to_pylist()
+    # a chunked array's take joins its chunks first (the whole column, for a few cells): each chunk's own
+    ends = np.cumsum([len(c) for c in arr.chunks])
+    chunk = np.searchsorted(ends, rows, side="right")
+    out: list[str] = [""] * len(rows)
+    for c in np.unique(chunk):
+        at = np.flatnonzero(chunk == c)
+        local = rows[at] - (ends[c - 1] if c else 0)
+        for k, v in zip(at, arr.chunk(int(c)).take(pa.array(local, type=pa.int64())).to_pylist(), strict=True):
+            out[k] = v
+    return out
 
 
 def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -216,7 +244,7 @@ def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray,
 
 def cells_of(texts: Any) -> Cells | None:
     """``texts`` as :class:`Cells` where it is Arrow text or Cells already; None for anything else (an array of
-    Python strings, which confidence.rep_stats parses itself)."""
+    Python strings: :func:`text_array` makes it Arrow's)."""
     if isinstance(texts, Cells):
         return texts
     try:
@@ -353,3 +381,71 @@ def _range(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarra
         lo[has] = np.minimum.reduceat(values, starts)
         hi[has] = np.maximum.reduceat(values, starts)
     return lo, hi
+
+
+# the other lists a row holds beside its rep times: the worker process of each rep (``rep_procs``), and the Python
+# cells of the stages that hand no Arrow column (resolution, referee, a test's strings)
+
+_INT = r"(?:0|[1-9][0-9]{0,17})"
+#: a plain list of whole numbers >= 0 that fit an int64 ("[0,0,1,5]"), as a runner writes ``rep_procs``
+PLAIN_INTS = rf"^\[{_INT}(?:, ?{_INT})*\]$"
+
+
+def text_array(cells: Any) -> Any:
+    """Cells as an Arrow text array: an Arrow array as it is, a pandas Series' Arrow array without a copy, and
+    any other sequence cell by cell, every value that is not a string an empty cell (as the Python readers
+    read one)."""
+    import pyarrow as pa
+
+    if isinstance(cells, (pa.Array, pa.ChunkedArray)):
+        return cells
+    if isinstance(cells, Cells):
+        raise TypeError("Cells hold their column: take it from them")
+    values = cells.tolist() if hasattr(cells, "tolist") else list(cells)
+    return pa.array([c if isinstance(c, str) else None for c in values], type=pa.large_string())
+
+
+def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(filled, plain, count, values) of a text array of lists of whole numbers: which cells hold text, which
+    are plain (PLAIN_INTS), each plain cell's number of values (0 elsewhere) and their values (int64), flat, in
+    order. Every other filled cell is odd: its reader decides what it holds (confirm._pair)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []
+    for batch in _batches(arr):
+        filled = pc.fill_null(pc.greater(pc.binary_length(batch), 0), False).to_numpy(zero_copy_only=False)
+        plain = pc.fill_null(pc.match_substring_regex(batch, PLAIN_INTS), False).to_numpy(zero_copy_only=False)
+        count = np.zeros(len(batch), dtype=np.int64)
+        values = np.zeros(0, dtype=np.int64)
+        if plain.any():
+            lists = pc.split_pattern(batch.filter(pa.array(plain)), ",")
+            flat = pc.utf8_trim(pc.list_flatten(lists), "[] ")
+            values = pc.cast(flat, pa.int64()).to_numpy(zero_copy_only=False)
+            count[plain] = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+        parts.append((filled, plain, count, values))
+    if not parts:
+        return np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def gather(count: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The values of the cells at ``rows`` (each one's ``count`` of the flat ``values``), cell after cell."""
+    starts = np.zeros(len(count), dtype=np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    k = count[rows]
+    total = int(k.sum())
+    if total == 0:
+        return values[:0]
+    offsets = np.repeat(starts[rows] - (np.cumsum(k) - k), k)
+    return values[offsets + np.arange(total)]
+
+
+def json_floats(cell: Any) -> list[float] | None:
+    """An odd cell's values as JSON reads them, each a float; None where it is not a JSON list of numbers."""
+    import json
+
+    try:
+        return [float(x) for x in json.loads(cell)]
+    except (ValueError, TypeError):
+        return None

@@ -142,3 +142,59 @@ def test_compare_names_suites_of_other_content_whatever_their_names(tmp_path):
     other = part_differences(one, {"suite": "examples/aiter/batched_gemm.yaml", "suite_content": "bb"})
     assert other and "hold other entries (batched_gemm.yaml and batched_gemm.yaml)" in other[0]
     assert part_differences(one, {"suite": "ci.yaml", "suite_content": "aa"}) == []  # a copy by another name
+
+
+# Side.parse reads plain cells with Arrow (reps.py) and hands the rest to _pair: the same reps as _pair reading
+# every cell, which is how it read them before (the oracle below)
+
+TIMES = ["[1.5,2.5]", "[1.5, 2.5]", "[3e1,4,5]", "[38]", "[1.5]", "[1.5,2.5", "[]", "", None, float("nan"), " [1,2]",
+         "[0, 1]", "[-1, 2]", "[1e-400, 2]", "[1e999, 2]", "[true, 2]", "[1.0 ,2.0]", "n/a", "[NaN, 1]", "[01, 2]"]  # fmt: skip
+PROCS = ["[0,1]", "[0, 1]", "[0,0,1]", "[5]", "[0]", "[0,1", "[]", "", None, "[1.0, 2]", "[-1, 0]", "[true, 0]",
+         "[0 ,1]", "[01, 1]", "[99999999999999999999, 0]", "[999999999999999999, 5]", " [0,1]", "[0,5,6]"]  # fmt: skip
+
+
+def _oracle(times: list, procs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from harness.verdict.confirm import _pair
+
+    v, r, p = [], [], []
+    for i, (tc, pc) in enumerate(zip(times, procs, strict=True)):
+        got = _pair(tc, pc)
+        if got is not None:
+            v += got[0]
+            p += got[1]
+            r += [i] * len(got[0])
+    return np.asarray(v, dtype=np.float64), np.asarray(r, dtype=np.int64), np.asarray(p, dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_side_reads_every_cell_as_its_json_reader_does(seed):
+    import pyarrow as pa
+
+    from harness.verdict import reps
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    times = [TIMES[k] for k in rng.integers(len(TIMES), size=n)]
+    procs = [PROCS[k] for k in rng.integers(len(PROCS), size=n)]
+    for k in np.flatnonzero(rng.random(n) < 0.5):  # most rows as a run writes them: lists of one length
+        m = int(rng.integers(1, 6))
+        times[k] = json.dumps([round(float(x), 4) for x in rng.uniform(1, 100, m)])
+        procs[k] = json.dumps(sorted(int(x) for x in rng.choice([0, 1, 5, 6], m)))
+    rows = [None, rng.permutation(n), np.where(rng.random(n) < 0.2, -1, rng.integers(n, size=n))][seed % 3]
+    chunked = pa.chunked_array([reps.text_array(times[:150]), reps.text_array(times[150:])])
+    for given in (times, reps.Column(chunked)):
+        got = Side.parse(given, procs, rows)
+        taken = (times, procs) if rows is None else ([times[r] if r >= 0 else "" for r in rows],
+                                                     [procs[r] if r >= 0 else "" for r in rows])  # fmt: skip
+        want = _oracle(*taken)
+        assert got.n == n
+        for a, b in zip((got.values, got.rows, got.procs), want, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_processes_group_unordered_reps_as_ordered_ones():
+    a = side([(0, 10.0), (1, 11.0), (0, 10.2), (5, 12.0)], [(1, 3.0), (0, 2.0)])
+    b = side([(0, 10.0), (0, 10.2), (1, 11.0), (5, 12.0)], [(0, 2.0), (1, 3.0)])
+    for which in ("all", "first", "again"):
+        for x, y in zip(a.processes(which), b.processes(which), strict=True):
+            assert np.allclose(x, y, equal_nan=True)

@@ -7,12 +7,23 @@ def test_overlapping_rep_ranges_are_noted_not_overruled():
     from harness.compare.notes import overlap_note
 
     # TOT's fastest rep beats golden's slowest: the rule still says regression, the note says it may be noise
-    assert overlap_note("[2865.0, 3001.1, 3030.5]", "[2866.0, 3099.1, 3075.0]", regression=True).startswith(
+    assert overlap_note([2865.0, 3001.1, 3030.5], [2866.0, 3099.1, 3075.0], regression=True).startswith(
         "rep ranges overlap (golden 2865-3030, TOT 2866-3099 us)"
     )
-    assert overlap_note("[100.0, 100.2, 100.1]", "[110.0, 110.5, 110.2]", regression=True) == ""
-    assert overlap_note("[110.0, 110.5]", "[100.0, 111.0]", regression=False) != ""  # improvement, overlapping
-    assert overlap_note("", "[1, 2]", regression=True) == "" and overlap_note("[1]", "[1, 2]", True) == ""
+    assert overlap_note([100.0, 100.2, 100.1], [110.0, 110.5, 110.2], regression=True) == ""
+    assert overlap_note([110.0, 110.5], [100.0, 111.0], regression=False) != ""  # improvement, overlapping
+    assert overlap_note(None, [1, 2], regression=True) == "" and overlap_note([1], [1, 2], True) == ""
+
+
+def test_the_reps_a_note_reads_are_the_cells_as_json_reads_them():
+    import numpy as np
+    import pyarrow as pa
+
+    from harness.verdict.reps import Column
+
+    cells = ["[1.5,2.5]", "[3e1, 4]", "[1,2", '["1", "2"]', "[true, 2]", "[1e999, 2]", "[-1, 2]", "[ 1 , 2 ]"]
+    got = Column(pa.array(cells, type=pa.large_string())).at(None).lists(np.arange(len(cells)))
+    assert got == [[1.5, 2.5], [30.0, 4.0], None, [1.0, 2.0], [1.0, 2.0], [float("inf"), 2.0], [-1.0, 2.0], [1.0, 2.0]]
 
 
 def test_different_measurement_methods_warn():

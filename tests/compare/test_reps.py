@@ -1,5 +1,6 @@
-"""Rep-time cells parsed with Arrow (reps.py) against the Python code that parsed them before: rep_stats' counts,
-means and deviations bit for bit, the rep-range and clock notes, odd cells included, in every position."""
+"""Rep-time cells parsed with Arrow (reps.py), the one reader of rep cells, against the Python code that parsed them
+before (kept here as the oracle, python_rep_stats): rep_stats' counts, means and deviations bit for bit, the
+rep-range and clock notes, odd cells included, in every position."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from harness.compare import compare as C
 from harness.compare import join as J
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
-from harness.verdict.reps import Column, overlapping, parse_plain
+from harness.verdict.reps import Column, json_floats, overlapping, parse_plain
 
 #: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
 pytestmark = [
@@ -83,9 +84,40 @@ def _arrow(cells: list) -> pa.Array:
     return pa.array(cells, type=pa.large_string())
 
 
+def python_rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Python reader of rep cells that rep_stats was before Arrow read them, kept here as the oracle: one
+    ``np.fromstring`` of every filled cell, rows separated by -1 (times are positive), and where that fails
+    anywhere, every cell again with ``float`` (a cell holding a time that is not positive then counts no rep)."""
+    from harness.verdict.reps import _moments, _parse, slow_values, stats_of
+
+    arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
+    filled = arr != ""
+    if not filled.all():
+        full = (np.zeros(len(arr), dtype=np.int64), np.full(len(arr), np.nan), np.full(len(arr), np.nan))
+        if filled.any():
+            for out, part in zip(full, python_rep_stats(arr[filled]), strict=True):
+                out[filled] = part
+        return full
+    cells = arr.tolist()
+    try:
+        flat = _parse(",-1,".join(cells).replace("[", "").replace("]", "") + ",-1") if cells else np.zeros(0)
+    except ValueError:
+        return stats_of([slow_values(c) for c in cells])
+    ends = np.flatnonzero(flat == -1.0)
+    if len(ends) != len(cells):  # a cell held a stray separator or text: parse row by row
+        return stats_of([slow_values(c) for c in cells])
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    count = ends - starts
+    return _moments(np.delete(flat, ends), np.repeat(np.arange(len(cells)), count), count.astype(np.int64))
+
+
 def _same_stats(cells: list) -> None:
-    old = rep_stats(np.array(cells, dtype=object))
-    new = rep_stats(_arrow(cells))
+    old = python_rep_stats(np.array(cells, dtype=object))
+    for new in (rep_stats(_arrow(cells)), rep_stats(cells), rep_stats(np.array(cells, dtype=object))):
+        _equal(old, new, cells)
+
+
+def _equal(old: tuple, new: tuple, cells: list) -> None:
     for a, b in zip(old, new, strict=True):
         assert a.dtype == b.dtype
         assert np.array_equal(a, b, equal_nan=True), (cells, a, b)
@@ -145,8 +177,8 @@ def test_overlapping_is_false_only_where_overlap_note_is_silent(regression):
     may = overlapping(Column(_arrow(g)).at(None), Column(_arrow(t)).at(None), np.full(len(g), regression))
     for a, b, m in zip(g, t, may, strict=True):
         if not m:
-            assert overlap_note(a, b, regression) == "", (a, b)
-    plain_notes = [overlap_note(a, b, regression) != "" for a, b in zip(g, t, strict=True)]
+            assert overlap_note(json_floats(a), json_floats(b), regression) == "", (a, b)
+    plain_notes = [overlap_note(json_floats(a), json_floats(b), regression) != "" for a, b in zip(g, t, strict=True)]
     assert sum(plain_notes) and sum(may) < len(g)
 
 
@@ -181,7 +213,7 @@ def _old_flag_notes(j, flagged, vcode, pct, add):
         t_reps = J.col(t, "rep_times_us", j.ti[flagged])
         both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()
         for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
-            note = overlap_note(str(gr), str(tr), C.VERDICTS[vcode[i]] == "regression")
+            note = overlap_note(json_floats(gr), json_floats(tr), C.VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
@@ -288,7 +320,7 @@ def test_cells_at_rows_as_the_cells_taken(monkeypatch, batch):
         got = col.at(rows).parsed()[:3]
         for a, b in zip(want, got, strict=True):
             assert a.tobytes() == b.tobytes()
-        for a, b in zip(rep_stats(np.array(taken, dtype=object)), rep_stats(col.at(rows)), strict=True):
+        for a, b in zip(python_rep_stats(np.array(taken, dtype=object)), rep_stats(col.at(rows)), strict=True):
             assert a.tobytes() == b.tobytes()
 
 
@@ -305,7 +337,7 @@ def test_stats_where_as_assess_scattered_them():
         taken = cells if rows is None else [cells[r] for r in rows]
         want = (np.zeros(n, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan))
         if near.any():
-            for out, part in zip(want, rep_stats(np.array(taken, dtype=object)[near]), strict=True):
+            for out, part in zip(want, python_rep_stats(np.array(taken, dtype=object)[near]), strict=True):
                 out[near] = part
         got = Column(_arrow(cells)).at(rows).stats_where(near)
         for a, b in zip(want, got, strict=True):
