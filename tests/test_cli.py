@@ -162,7 +162,7 @@ def test_a_reader_that_closes_the_pipe_does_not_change_the_exit_code_or_the_file
     ids=["clean", "gated", "refused"],
 )
 def test_compare_ends_quickly_with_what_main_gives(tmp_path, capsys, args, code):
-    """`python -m harness compare` skips the interpreter's teardown (cli.QUICK_EXIT): the same exit code, output
+    """`python -m harness compare` skips the interpreter's teardown (process.QUICK_EXIT): the same exit code, output
     and files as main() in this process."""
     golden, tot = str(DATA / "golden.csv"), str(DATA / "tot.csv")
     with pytest.raises(SystemExit) as ex:
@@ -181,14 +181,14 @@ def test_compare_pauses_the_collector_only_for_the_process_first_imports():
     # again in a process that has pandas already (tests) leaves the collector alone
     code = (
         "import gc, sys\n"
-        "from harness.cli.compare import _imports_kept\n"
+        "from harness.process import imports_kept\n"
         "assert 'pandas' not in sys.modules\n"
-        "with _imports_kept():\n"
+        "with imports_kept():\n"
         "    assert not gc.isenabled()\n"
         "    import harness.compare.compare\n"
         "assert gc.isenabled() and gc.get_freeze_count() > 0\n"
         "frozen = gc.get_freeze_count()\n"
-        "with _imports_kept():\n"
+        "with imports_kept():\n"
         "    assert gc.isenabled()\n"
         "assert gc.get_freeze_count() == frozen\n"
     )

@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from harness import process
 from harness.cli import (  # typer only at import: each command imports its work when it runs
     agree,
     bisect,
@@ -126,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     command = args[0] if args else ""
-    if argv is None and not isinstance(sys.stdout, _PipeSafe):
-        sys.stdout = _PipeSafe(sys.stdout)
+    if argv is None:
+        process.pipe_safe_stdout()
     _SIGNALS.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -157,73 +158,14 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-class _PipeSafe:
-    """stdout that a reader closing the pipe (`harness compare … | head -1`) silences instead of failing the
-    command: the files it writes and its exit code (1 only for a gated finding) stay what the command decided."""
-
-    def __init__(self, stream) -> None:  # noqa: ANN001 - a text stream
-        self._stream, self._gone = stream, False
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            try:
-                return self._stream.write(text)
-            except BrokenPipeError:
-                self._silence()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._silence()
-
-    def _silence(self) -> None:
-        import contextlib
-        import os
-
-        self._gone = True
-        with contextlib.suppress(OSError, ValueError):  # the interpreter flushes stdout at exit: /dev/null then
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - fileno, isatty, encoding, ...: the stream's own
-        return getattr(self._stream, name)
-
-
-#: commands whose process ends without the interpreter's teardown once they are done (their files closed, their
-#: threads ended): unloading pandas, pyarrow and typer's pydantic and freeing every object one by one cost a
-#: compare of two 1M-row files ~0.3 s of its ~3 (benchmarks/README.md)
-QUICK_EXIT = ("compare",)
-
-
 def entry() -> None:
-    """The `harness` command (console script, `python -m harness`): :func:`main`; a QUICK_EXIT command then ends
-    as soon as atexit's handlers have run and stdout and stderr are flushed, unless another thread still runs
-    (it is waited for, as usual). Tests call :func:`main`, which only raises SystemExit."""
+    """The `harness` command (console script, `python -m harness`): :func:`main`, then the process ends as
+    process.end says (a QUICK_EXIT command without the interpreter's teardown). Tests call :func:`main`, which only
+    raises SystemExit."""
     try:
         main()
     except SystemExit as done:
-        import threading
-
-        command = sys.argv[1] if len(sys.argv) > 1 else ""
-        code = done.code
-        if command not in QUICK_EXIT or not isinstance(code, int | None) or threading.active_count() > 1:
-            raise
-        _quick_exit(done, code or 0)
-
-
-def _quick_exit(done: SystemExit, code: int) -> None:
-    import atexit
-    import os
-
-    atexit._run_exitfuncs()
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-    except (OSError, ValueError):  # stderr's pipe closed (stdout's is silenced: _PipeSafe): Python's exit says so
-        raise done from None
-    os._exit(code)
+        process.end(done, sys.argv[1] if len(sys.argv) > 1 else "")
 
 
 if __name__ == "__main__":

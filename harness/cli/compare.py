@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from harness import process
 from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
 from harness.errors import HarnessError
 from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 if TYPE_CHECKING:
     from harness.compare.compare import Comparison
+
+#: where benchmarks/compare_1m.py looks the allocator up (it times old checkouts too, where it lived here)
+_arrow_allocator = process.arrow_allocator
 
 
 def compare(
@@ -86,7 +88,7 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
-    _no_blas_threads()  # before numpy is imported (rule_of)
+    process.no_blas_threads()  # before numpy is imported (rule_of)
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.compare.paths import meta_path
@@ -116,9 +118,9 @@ def compare(
         from harness.compare.calibration import load_calibration
 
         load_calibration(calibration)
-    _arrow_allocator()
+    process.arrow_allocator()
     prefetch(golden, tot)  # Arrow reads both files while pandas and the compare stage are imported
-    with _imports_kept():
+    with process.imports_kept():
         from harness.compare.compare import compare_files
         from harness.compare.store import write_compare
         from harness.render.terminal import print_comparison, warn
@@ -159,52 +161,6 @@ def _calibrate(cmp: Comparison, explicit: Path | None, recorded: bool) -> None:
     picked = pick_calibration(cmp, explicit, recorded)
     if picked is not None:
         calibrate_comparison(cmp, *picked)
-
-
-@contextlib.contextmanager
-def _imports_kept() -> Iterator[None]:
-    """Python's garbage collector paused while pandas, numpy's users and rich are imported, and what they made kept
-    out of every later collection (gc.freeze): a module lives as long as the process. The imports made ~110
-    collections, among them a full one of every object, ~0.1 CPU-s while Arrow read the files on both cores. Only
-    where they are the process's first (the command run as a command; not main() called again, as tests do)."""
-    import gc
-    import sys
-
-    if not gc.isenabled() or "pandas" in sys.modules:
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
-def _no_blas_threads() -> None:
-    """OpenBLAS starts no thread of its own: `harness compare` multiplies no matrices, and the idle thread OpenBLAS
-    starts with numpy spins for ~0.07 CPU-seconds after the import, while Arrow reads the files on both cores. Left
-    as set where the environment sets it, or once numpy is imported (too late)."""
-    import os
-    import sys
-
-    if "numpy" not in sys.modules:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-def _arrow_allocator() -> None:
-    """Arrow's jemalloc rather than its default mimalloc, unless ARROW_DEFAULT_MEMORY_POOL names one: with mimalloc
-    a comparison of two million-row files spent 1-3 s more system time on the shared 2-core machine (few page
-    faults, each expensive), the same user time (benchmarks/README.md). A pyarrow without jemalloc keeps its own."""
-    import contextlib
-    import os
-
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        return
-    import pyarrow as pa
-
-    with contextlib.suppress(NotImplementedError):
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
 
 
 # which existing file each output of compare may replace: the one compare wrote there (fsutil.guard_outputs)
