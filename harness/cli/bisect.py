@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import AutoLaunches, CaseTimeout, CompareCsv, Reps, remeasure_policy
+from harness.cli.options import AutoLaunches, CaseTimeout, CompareCsv, Reps
 
 
 def bisect(
@@ -52,6 +52,7 @@ def bisect(
     from harness.render.progress import console_driver
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions, check_timeout
+    from harness.verdict.remeasure import remeasure_policy
 
     check_timeout(timeout)
     con = stderr()

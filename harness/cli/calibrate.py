@@ -16,8 +16,6 @@ from harness.cli.options import (
     RuleAbsUs,
     RuleMinGoldenUs,
     RuleRel,
-    remeasure_policy,
-    rule_of,
 )
 from harness.errors import HarnessError
 from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
@@ -58,7 +56,9 @@ def calibrate(
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions, check_timeout
     from harness.run.orchestrate import selected_cases
+    from harness.verdict.remeasure import remeasure_policy
     from harness.verdict.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
+    from harness.verdict.rule import rule_of
 
     check_timeout(timeout)
     rule = rule_of(rel, abs_us, min_golden_us)

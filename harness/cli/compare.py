@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from harness import process
-from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel, rule_of
+from harness.cli.options import ExistingFile, RuleAbsUs, RuleMinGoldenUs, RuleRel
 from harness.errors import HarnessError
 from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
@@ -95,6 +95,7 @@ def compare(
     from harness.fsutil import Output, guard_outputs, write_text
     from harness.results.arrowcsv import prefetch
     from harness.results.schema import sidecar_path
+    from harness.verdict.rule import rule_of
 
     if unstable not in ("compare", "fail"):
         raise HarnessError(f"--unstable: expected 'compare' or 'fail', got {unstable!r}")

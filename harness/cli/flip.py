@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import AutoLaunches, CaseTimeout, CompareCsv, Reps, remeasure_policy
+from harness.cli.options import AutoLaunches, CaseTimeout, CompareCsv, Reps
 
 
 def flip(
@@ -38,6 +38,7 @@ def flip(
     from harness.render.progress import console_driver
     from harness.render.terminal import stderr
     from harness.run.options import RunOptions, check_timeout
+    from harness.verdict.remeasure import remeasure_policy
 
     check_timeout(timeout)
     given = parse(knob or [])

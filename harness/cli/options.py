@@ -1,18 +1,13 @@
 """The options and arguments the commands share, declared once as ``Annotated`` aliases (asv's common_args,
-weasel's Arg/Opt), and what some of them become. A command's own options stay in its module."""
+weasel's Arg/Opt); what they become is the stages' (verdict.rule.rule_of, verdict.remeasure.remeasure_policy). A
+command's own options stay in its module."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-from harness.errors import HarnessError
-
-if TYPE_CHECKING:  # the run and compare stages load only when a command needs them
-    from harness.verdict.remeasure import Remeasure
-    from harness.verdict.rule import Rule
 
 # ------------------------------------------------------------------------------------------- arguments
 ExistingFile = Annotated[Path, typer.Argument(help="a results CSV (see docs/results-format.md)")]
@@ -24,16 +19,6 @@ EnvSpecName = Annotated[str, typer.Argument(help="envs/NAME.yaml or NAME")]
 RuleRel = Annotated[float, typer.Option("--rel", help="the rule: regression iff tot > REL x golden + ABS")]
 RuleAbsUs = Annotated[float, typer.Option("--abs-us", help="the rule's slack ABS, µs")]
 RuleMinGoldenUs = Annotated[float, typer.Option("--min-golden-us", help="the rule ignores golden under this, µs")]
-
-
-def rule_of(rel: float, abs_us: float, min_golden_us: float) -> Rule:
-    """The rule of ``--rel``, ``--abs-us`` and ``--min-golden-us``; a value it cannot be is one line (exit 2)."""
-    from harness.verdict.rule import Rule
-
-    try:
-        return Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
-    except ValueError as err:
-        raise HarnessError(str(err)) from None
 
 
 # ------------------------------------------------------------------ measuring: bisect, calibrate, retune
@@ -169,18 +154,3 @@ Record = Annotated[
         help="add OUT(s) to the history ($HARNESS_DB)",
     ),
 ]
-
-
-def remeasure_policy(on: bool, extra_reps: int, share: float, rule: Rule | None = None) -> Remeasure | None:
-    """The re-measuring policy of an interleaved run: ``rule`` (default AITER's) referees, and is recorded in each
-    sidecar's ``remeasure.rule`` (the run stage never reads it), so that compare can tell a run re-measured against
-    another limit than its own."""
-    if not on:
-        return None
-
-    from harness.verdict.referee import rule_referee
-    from harness.verdict.remeasure import Budget, Remeasure
-    from harness.verdict.rule import Rule
-
-    rule = rule or Rule()
-    return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=rule.record())

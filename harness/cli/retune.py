@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.options import CaseTimeout, CompareCsv, remeasure_policy
+from harness.cli.options import CaseTimeout, CompareCsv
 
 
 def retune(
@@ -46,6 +46,7 @@ def retune(
     from harness.retune.retune import retune as run_retune
     from harness.run.options import RunOptions, check_timeout
     from harness.run.precompile import default_compile_jobs
+    from harness.verdict.remeasure import remeasure_policy
 
     check_timeout(timeout)
     con = stderr()

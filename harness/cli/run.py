@@ -41,8 +41,6 @@ from harness.cli.options import (
     Timing,
     WithEnv,
     WithOut,
-    remeasure_policy,
-    rule_of,
 )
 from harness.errors import HarnessError, counted
 from harness.verdict.defaults import ABS_US, EXTRA_REPS, MIN_GOLDEN_US, REL, SHARE
@@ -105,6 +103,7 @@ def run(
     from harness.run.options import RunOptions
     from harness.run.orchestrate import previous_times, selected_cases, write_empty_parts
     from harness.run.precompile import default_compile_jobs
+    from harness.verdict.remeasure import remeasure_policy
 
     with_env, with_out = with_env or [], with_out or []
     gap, shard, gpu_list = _checked(timing, timeout, launch_gap, with_env, with_out, times, shard, gpus)
@@ -228,6 +227,8 @@ def _check_outputs_are_not_inputs(
 def _referee_rule(rel: float, abs_us: float, min_golden_us: float, remeasuring: bool) -> Rule:
     """The rule re-measuring referees with (compare's options, one definition): one that is not AITER's without
     re-measuring would change nothing, and is refused rather than silently recorded nowhere."""
+    from harness.verdict.rule import rule_of
+
     rule = rule_of(rel, abs_us, min_golden_us)
     if not remeasuring and (rel, abs_us, min_golden_us) != (REL, ABS_US, MIN_GOLDEN_US):
         raise HarnessError(

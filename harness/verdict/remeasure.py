@@ -15,10 +15,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.verdict import groupcheck
 from harness.verdict.defaults import EXTRA_REPS, SHARE
+
+if TYPE_CHECKING:
+    from harness.verdict.rule import Rule
 
 #: the key a run yields when it waits for the referee (case keys are never empty)
 CHECKPOINT = ""
@@ -52,6 +55,20 @@ class Remeasure:
     referee: Referee
     budget: Budget = Budget()
     rule: dict[str, Any] | None = None
+
+
+def remeasure_policy(on: bool, extra_reps: int, share: float, rule: Rule | None = None) -> Remeasure | None:
+    """The re-measuring policy of an interleaved run: ``rule`` (default AITER's) referees, and is recorded in each
+    sidecar's ``remeasure.rule`` (the run stage never reads it), so that compare can tell a run re-measured against
+    another limit than its own."""
+    if not on:
+        return None
+
+    from harness.verdict.referee import rule_referee
+    from harness.verdict.rule import Rule
+
+    rule = rule or Rule()
+    return Remeasure(rule_referee(rule), Budget(extra_reps=extra_reps, share=share), rule=rule.record())
 
 
 def next_targets(

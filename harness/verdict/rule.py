@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 VERDICTS = (
@@ -87,6 +88,14 @@ class Rule:
             f"ignore golden < {self.min_golden_us:g} us; regression iff tot > {self.rel:g} x golden + "
             f"{self.abs_us:g} us; improvement iff golden > {self.rel:g} x tot + {self.abs_us:g} us"
         )
+
+
+def rule_of(rel: float, abs_us: float, min_golden_us: float) -> Rule:
+    """The rule of ``--rel``, ``--abs-us`` and ``--min-golden-us``; a value it cannot be is one line (exit 2)."""
+    try:
+        return Rule(rel=rel, abs_us=abs_us, min_golden_us=min_golden_us)
+    except ValueError as err:
+        raise HarnessError(str(err)) from None
 
 
 def is_verdict(verdict: Any, wanted: Iterable[str]) -> np.ndarray:

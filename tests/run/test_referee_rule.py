@@ -10,11 +10,10 @@ import time
 import pytest
 
 from harness.cli import main
-from harness.cli.options import remeasure_policy
 from harness.compare.compare import compare_files
 from harness.compare.notes import remeasured_under
 from harness.run.interleave import _Referee
-from harness.verdict.remeasure import Board, Budget, Remeasure
+from harness.verdict.remeasure import Board, Budget, Remeasure, remeasure_policy
 from harness.verdict.rule import Rule
 from tests.compare.test_referee import row
 from tests.conftest import DATA
