@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,28 @@ def check_cases(cal: pd.DataFrame, kernels: Any, case_ids: Any, what: str, where
             "calibration of another suite?"
         )
     return n
+
+
+def run_calibration(
+    path: Path, cases: Sequence[Any], suite: str, warn: Callable[[str], None]
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], None]]:
+    """``harness run --calibration``: the record every sidecar keeps (compare judges with it: docs/verdicts.md) and
+    the check of the worker's GPU. Refused (one line, before anything runs): a file that is not a calibration, or
+    one that holds none of the selected ``cases``; once the worker reports its GPU, a calibration of another GPU
+    model. Another GPU of the same model is a warning (once, through ``warn``), said again by compare."""
+    table, meta = load_calibration(path)
+    what = f"--calibration {path}"
+    check_cases(table, [c.name for c in cases], [c.case_id for c in cases], what, f"selected from {suite}")
+    said: set[str] = set()
+
+    def check(info: dict[str, Any]) -> None:
+        # rank 0's GPU, the one the sidecar names: a group's ``gpus`` are not a merge's
+        warning = check_gpu(meta, {"gpu": info.get("gpu")}, what, "this run measures on")
+        if warning and warning not in said:
+            said.add(warning)
+            warn(warning)
+
+    return {"calibration": calibration_record(table, meta, path)}, check
 
 
 def unresolved_note(noise_pct: float, limit_pct: float, resolution_pct: float) -> str:

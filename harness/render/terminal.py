@@ -257,3 +257,12 @@ def print_failed(con: Console, out: Path, counts: dict[str, int]) -> None:
     n = int((~df["status"].isin(TIMED_STATUSES)).sum())
     head = f"{out}: {counted(n, 'case')} not timed (the first line of each error; all of it in the CSV's error column):"
     print_lines(con, head, failed_row_lines(df))
+
+
+def print_run_counts(con: Console, outs: Sequence[Path], all_counts: Sequence[dict[str, int]]) -> None:
+    """Each OUT of a run by its cases' status, then those that failed or were skipped, with their first error line."""
+    for o, counts in zip(outs, all_counts):
+        con.print(
+            f"{o}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else f"{o}: nothing to do"
+        )
+        print_failed(con, o, counts)

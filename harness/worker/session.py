@@ -182,7 +182,8 @@ class Session:
     ) -> None:
         """The library decided (its entry, called as its users call it): record what it picked, from the kernel's
         ``chosen_config(params, inputs)``, and where harness's own reading of the library's files (a ConfigLookup,
-        now a preview) picked otherwise, say so in ``config_source`` (the driver warns: cli/run.preview_warnings)."""
+        now a preview) picked otherwise, say so in ``config_source`` (the driver warns:
+        run/command.preview_warnings)."""
         try:
             if hasattr(kernel, "chosen_config"):
                 got = kernel.chosen_config(case["params"], inputs)

@@ -67,11 +67,12 @@ def test_a_bad_calibration_is_one_line_before_anything_runs(setup, capsys):
 
 
 def test_the_worker_check_refuses_another_model_and_warns_once_for_another_gpu(setup, capsys):
-    from harness.cli.run import _calibration
+    from harness.compare.calibration import run_calibration
+    from harness.render.terminal import warn
 
     tmp, suite = setup
     cal = write_cal(tmp / "cal.csv", gpu=H100)
-    records, check = _calibration(cal, load_suite(suite), str(suite))
+    records, check = run_calibration(cal, load_suite(suite), str(suite), warn)
     rec = records["calibration"]
     assert rec["sha256"] == file_sha256(cal) and rec["columns"][:2] == ["kernel", "case_id"] and len(rec["rows"]) == 1
     check({"gpu": H100})
