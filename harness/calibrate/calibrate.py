@@ -12,7 +12,7 @@ a killed calibration goes on with ``--resume``, measuring only what is missing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness.compare.calibration import write_calibration
 from harness.envs.spec import EnvSpec
+from harness.errors import HarnessError
 from harness.fsutil import write_text
 from harness.inputs.suite import Case
 from harness.results.load import load_results
@@ -71,6 +72,84 @@ def calibrate(plan: Plan, driver: Driver, log: Callable[[str], None]) -> pd.Data
     table = summarize(aa, slowed, injected, plan.rule)
     write_calibration(table, _meta(plan, load_results(baseline).attrs.get("env") or {}), plan.out / "calibration.csv")
     return table
+
+
+def calibrate_suite(
+    suite: Path,
+    *,
+    env: str,
+    out: Path,
+    slowdown: Sequence[str] | None,
+    repeats: int,
+    kernel: list[str] | None,
+    filter_: str | None,
+    reps: int,
+    launches: int | None,
+    timeout: float,
+    resume: bool,
+    record: bool,
+    rule: tuple[float, float, float],
+) -> None:
+    """`harness calibrate`: the options checked (``rule``: --rel, --abs-us, --min-golden-us), OUT prepared, the
+    suite calibrated on the console and its summary printed; with ``record``, calibration.csv added to the history.
+    """
+    from harness.envs.spec import load_env_spec
+    from harness.envs.venv import check_venv
+    from harness.outdir import prepare_out_dir
+    from harness.render.progress import console_driver
+    from harness.render.terminal import stderr
+    from harness.run.options import check_timeout
+    from harness.run.orchestrate import selected_cases
+    from harness.verdict.remeasure import remeasure_policy
+    from harness.verdict.rule import rule_of
+
+    check_timeout(timeout)
+    judge = rule_of(*rule)
+    slowdowns = slowdowns_of(slowdown)
+    if record:
+        from harness.history.record import check_record
+
+        check_record([out / "calibration.csv"])
+    spec = load_env_spec(env)
+    check_venv(spec)
+    cases = selected_cases(suite, kernel, filter_)
+    prepare_out_dir("--out", out, "calibrate", inputs=[suite], own=OWN)
+    if not resume and (out / "runs").exists():
+        raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
+    con = stderr()
+    # each repeat's flags confirmed in fresh processes, as `harness run` confirms them: the verdicts compare gives
+    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume,
+                      remeasure=remeasure_policy(True, 12, 0.3, judge))  # fmt: skip
+    plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, judge, opts)
+    table = calibrate(plan, console_driver(con), log=lambda m: con.print(m, markup=False, highlight=False))
+    if record:
+        from harness.history.record import record as record_files
+
+        record_files([out / "calibration.csv"])
+    print(summary(table, out / "calibration.csv"))
+
+
+def slowdowns_of(given: Sequence[str] | None) -> list[Slowdown]:
+    """The --slowdown options (default: DEFAULT_SLOWDOWNS); one it cannot be, or one given twice, is one line."""
+    from harness.verdict.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
+
+    try:
+        slowdowns = [parse_slowdown(s) for s in (given or DEFAULT_SLOWDOWNS)]
+    except ValueError as err:
+        raise HarnessError(f"--slowdown {err}") from None
+    if len({s.label for s in slowdowns}) != len(slowdowns):
+        raise HarnessError("--slowdown: the same slowdown given twice")
+    return slowdowns
+
+
+def summary(table: pd.DataFrame, path: Path) -> str:
+    """The line a calibration ends with: how many cases resolve the rule's slack, how many an A/A flagged."""
+    bad = table[~table["resolves"]]
+    fp = int((table["aa_flags"] > 0).sum())
+    return (
+        f"{len(table)} cases: {len(table) - len(bad)} resolve the rule's slack, {len(bad)} cannot; "
+        f"{fp} flagged in an A/A repeat; wrote {path}"
+    )
 
 
 def _times(df: pd.DataFrame) -> pd.Series:

@@ -1,4 +1,4 @@
-"""`harness calibrate`: the command; the work is harness/calibrate/calibrate.py's."""
+"""`harness calibrate`: the command; the work is harness/calibrate/calibrate.py's (calibrate_suite)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from harness.cli.options import (
     RuleMinGoldenUs,
     RuleRel,
 )
-from harness.errors import HarnessError
 from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 
 
@@ -47,50 +46,9 @@ def calibrate(
 ) -> None:
     """A/A and injected slowdowns per case: the smallest slowdown each case reliably catches and its A/A
     false-positive rate, in OUT/calibration.csv for `harness compare --calibration` (docs/verdicts.md)."""
-    from harness.calibrate.calibrate import OWN, Plan
-    from harness.calibrate.calibrate import calibrate as calibrate_plan
-    from harness.envs.spec import load_env_spec
-    from harness.envs.venv import check_venv
-    from harness.outdir import prepare_out_dir
-    from harness.render.progress import console_driver
-    from harness.render.terminal import stderr
-    from harness.run.options import RunOptions, check_timeout
-    from harness.run.orchestrate import selected_cases
-    from harness.verdict.remeasure import remeasure_policy
-    from harness.verdict.resolution import DEFAULT_SLOWDOWNS, parse_slowdown
-    from harness.verdict.rule import rule_of
+    from harness.calibrate.calibrate import calibrate_suite
 
-    check_timeout(timeout)
-    rule = rule_of(rel, abs_us, min_golden_us)
-    try:
-        slowdowns = [parse_slowdown(s) for s in (slowdown or DEFAULT_SLOWDOWNS)]
-    except ValueError as err:
-        raise HarnessError(f"--slowdown {err}") from None
-    if len({s.label for s in slowdowns}) != len(slowdowns):
-        raise HarnessError("--slowdown: the same slowdown given twice")
-    if record:
-        from harness.history.record import check_record
-
-        check_record([out / "calibration.csv"])
-    spec = load_env_spec(env)
-    check_venv(spec)
-    cases = selected_cases(suite, kernel, filter_)
-    prepare_out_dir("--out", out, "calibrate", inputs=[suite], own=OWN)
-    if not resume and (out / "runs").exists():
-        raise HarnessError(f"--out {out}: holds a calibration already; pass --resume to go on with it")
-    con = stderr()
-    # each repeat's flags confirmed in fresh processes, as `harness run` confirms them: the verdicts compare gives
-    opts = RunOptions(reps=reps, launches=launches, timeout_s=timeout, resume=resume,
-                      remeasure=remeasure_policy(True, 12, 0.3, rule))  # fmt: skip
-    plan = Plan(spec, cases, str(suite), out, slowdowns, repeats, rule, opts)
-    table = calibrate_plan(plan, console_driver(con), log=lambda m: con.print(m, markup=False, highlight=False))
-    if record:
-        from harness.history.record import record as record_files
-
-        record_files([out / "calibration.csv"])
-    bad = table[~table["resolves"]]
-    fp = int((table["aa_flags"] > 0).sum())
-    print(
-        f"{len(table)} cases: {len(table) - len(bad)} resolve the rule's slack, {len(bad)} cannot; "
-        f"{fp} flagged in an A/A repeat; wrote {out / 'calibration.csv'}"
-    )
+    calibrate_suite(
+        suite, env=env, out=out, slowdown=slowdown, repeats=repeats, kernel=kernel, filter_=filter_, reps=reps,
+        launches=launches, timeout=timeout, resume=resume, record=record, rule=(rel, abs_us, min_golden_us),
+    )  # fmt: skip
