@@ -17,8 +17,9 @@ from harness.inputs.suite import Case
 from harness.results.schema import sidecar_path
 from harness.run import schedule
 from harness.run.options import RunOptions
+from harness.run.outputs import lock_outputs
 from harness.run.passes import labels_processes
-from harness.run.runner import SuiteRun, lock_outputs
+from harness.run.runner import SuiteRun
 from harness.run.sidecar import sidecar_triton, update_sidecar
 from harness.run.workers import WorkerPool
 from harness.verdict.remeasure import CHECKPOINT, Board, Remeasure, next_targets

@@ -17,7 +17,8 @@ from harness.errors import HarnessError
 from harness.inputs.suite import Case
 from harness.run.interleave import run_interleaved
 from harness.run.options import RunOptions
-from harness.run.runner import lock_outputs, run_suite
+from harness.run.outputs import lock_outputs
+from harness.run.runner import run_suite
 from harness.run.workers import WorkerPool
 
 Runs = list[tuple[EnvSpec, Path]]

@@ -9,24 +9,23 @@ appended (fsync'ed) to OUT: a crash, a hang or a SIGKILL of the whole run loses 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Generator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from harness.envs.spec import EnvSpec
 from harness.errors import HarnessError
-from harness.fsutil import Output, guard_outputs, json_object
 from harness.inputs.suite import Case
 from harness.results import identity, integrity
 from harness.results.load import load_env, load_results
-from harness.results.schema import artifacts_dir, sidecar_path, written_sidecar
+from harness.results.schema import artifacts_dir, sidecar_path
 from harness.results.write import ResultsAppender
 from harness.run.cases import CaseState, group_problem, result_row
 from harness.run.gpu_state import gpu_state
 from harness.run.group import FailedGroup, WorkerGroup, visible
-from harness.run.locks import lock_output
 from harness.run.options import Journal, RunOptions, check_resume, journal_path, moves_inputs, run_options
+from harness.run.outputs import check_output, lock_outputs
 from harness.run.passes import Passes, case_time, labels_processes, main_epoch
 from harness.run.precompile import precompile
 from harness.run.rocprof import read_traces
@@ -469,45 +468,6 @@ def run_suite(
             next(steps)
         except StopIteration as done:
             return done.value
-
-
-@contextmanager
-def lock_outputs(runs: list[tuple[EnvSpec, Path]], opts: RunOptions, suite_name: str = "") -> Iterator[None]:
-    """Check and lock every output of a run before any env measures anything (a --resume: the options the
-    command line decides, before a worker starts); unlock when the body ends."""
-    if len({Path(o).resolve() for _, o in runs}) != len(runs):
-        raise HarnessError("interleaved runs need one output file each")
-    with ExitStack() as locks:
-        for k, (spec, out) in enumerate(runs):
-            check_output(Path(out), opts, "--out" if k == 0 else "--with-out")
-            locks.enter_context(lock_output(out))
-            check_resume(Path(out), opts, run_options(spec, opts, suite_name, timing=opts.timing or spec.timing))
-        yield
-
-
-def check_output(out: Path, opts: RunOptions, option: str = "--out") -> None:
-    """OUT holds no results unless this run resumes it (then only its own: resume.check_resume reads it), and can
-    be written (fsutil.guard_outputs)."""
-    if out.exists() and out.is_file() and out.stat().st_size and not opts.resume:
-        raise HarnessError(f"{out}: exists; pass --resume to measure only what is missing, or choose a new --out")
-    guard_outputs([
-        Output(option, out, lambda p: opts.resume, "results to resume"),
-        # beside it, files a run writes: a user's file of that name is refused, a run's own replaced
-        Output(f"{option}'s sidecar", sidecar_path(out), lambda p: written_sidecar(json_object(p)),
-               "a sidecar harness wrote"),
-        Output(f"{option}'s journal", journal_path(out), _harness_journal, "a journal harness wrote"),
-    ])  # fmt: skip
-
-
-def _harness_journal(path: Path) -> bool:
-    import json
-
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(first, dict) and "kind" in first
 
 
 def _sidecar_groups(out: Path) -> dict[str, Any]:

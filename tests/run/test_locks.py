@@ -119,7 +119,7 @@ def test_run_unwritable_outputs_are_one_line_naming_the_option(tmp_path, capsys,
 
 def test_interleaved_outputs_must_differ(tmp_path):
     from harness.run.options import RunOptions
-    from harness.run.runner import lock_outputs
+    from harness.run.outputs import lock_outputs
 
     both = lock_outputs([(None, tmp_path / "a.csv"), (None, tmp_path / "." / "a.csv")], RunOptions())
     with pytest.raises(HarnessError, match="one output file each"), both:
