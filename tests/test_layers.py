@@ -1,7 +1,8 @@
 """The packages of harness import downhill: each floor may import the floors below it, never a floor above (an
 arrow back up) nor a package beside it on its own floor, and no two modules import each other, directly or round
 a loop (a circle). Every import statement counts, those inside functions and under TYPE_CHECKING too: a lazy
-import is still a dependency, only a later one. A new package must be given its floor here."""
+import is still a dependency, only a later one. A new package must be given its floor here. And the sizes issue 46
+set: the command line's function bodies, all together, and every module of harness, each."""
 
 from __future__ import annotations
 
@@ -134,3 +135,65 @@ def test_no_private_name_crosses_a_package():
             private += [p for p in node.module.split(".") if p.startswith("_") and not p.startswith("__")]
             crossing += [f"{name} → {node.module}.{p}" for p in private]
     assert not crossing, "\n".join(crossing)
+
+
+#: the most statement lines the command line's function bodies may hold, all of harness/cli together (issue 46):
+#: each command parses and forwards its options to a keyword function of its stage, whose work it is
+CLI_BODY_LINES = 600
+#: the most lines a module of harness may have (issue 46): past it, a module holds more than one thing to name
+MODULE_LINES = 500
+
+
+def body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The lines from a function's first statement after its docstring to its last (a nested function is inside
+    its parent's span, so counted once); the signature and docstring are not counted."""
+    body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+    return body[-1].end_lineno - body[0].lineno + 1 if body else 0
+
+
+def cli_body_lines() -> dict[str, int]:
+    """Each module of harness/cli: the body lines of its top-level functions and its classes' methods."""
+    counts = {}
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        fns = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        fns += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]  # fmt: skip
+        counts[path.name] = sum(map(body_lines, fns))
+    return counts
+
+
+def test_the_cli_is_thin():
+    counts = cli_body_lines()
+    per_file = "\n".join(f"{n:5d} {name}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    assert sum(counts.values()) <= CLI_BODY_LINES, (
+        f"harness/cli's function bodies hold {sum(counts.values())} lines, more than {CLI_BODY_LINES}: move the "
+        f"work into the stage's package\n{per_file}"
+    )
+
+
+def test_no_module_over_500_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
+    }
+    assert not long, f"modules over {MODULE_LINES} lines (split each along a seam with a name): {long}"
+
+
+def test_the_worker_and_examples_use_only_public_kernel_api():
+    """The worker and the examples import no private name of the kernel contract or of the kernels (``_x``, or a
+    module ``_x``): what they use is what a kernel author may rely on."""
+    private = []
+    for path in sorted([*(PACKAGE / "worker").glob("*.py"), *(ROOT / "examples").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                mods, names = (node.module or "").split("."), [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods, names = [p for a in node.names for p in a.name.split(".")], []
+            else:
+                continue
+            if mods[0] in ("harness", "kernels") and mods[:2] != ["harness", "worker"]:
+                bad = [p for p in [*mods, *names] if p.startswith("_") and not p.startswith("__")]
+                private += [f"{path.relative_to(ROOT)}:{node.lineno}: {p}" for p in bad]
+    assert not private, "\n".join(private)
