@@ -174,10 +174,10 @@ def _compare(
 ) -> tuple[pd.DataFrame, list[str], dict[str, np.ndarray]]:
     """compare_frames, with each golden row's between-process noise σ_p (``process_pct``, NaN: none) widening
     its interval; also (per output row) ``sigma`` and ``by_process`` (the verdicts it made ambiguous).
-    ``golden_reps``: golden's J.rep_column, started while TOT loaded (compare_files)."""
+    ``golden_reps``: golden's rep times and processes (J.rep_column), started while TOT loaded (compare_files)."""
     j, warnings = J.join(golden, tot, golden_name, tot_name)
     if golden_reps is not None:
-        j.rep_columns["golden"] = golden_reps()
+        j.rep_columns["golden"], j.label_columns["golden"] = golden_reps()
     _parse_reps(j)
     gu, tu = J.col(golden, "time_us", j.g_rows, np.nan), J.col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
@@ -223,14 +223,12 @@ def _labelled_evidence(
 ) -> dict[str, np.ndarray] | None:  # fmt: skip
     """confirm.judge of the rows whose reps both files label with their worker process (``rep_procs``); None
     where either file labels none (a file of one process: judged by its reps alone, confidence.assess)."""
-    if not all("rep_procs" in df.columns and J.holds_text(df["rep_procs"]) for df in (j.golden, j.tot)):
+    if j.labels("golden") is None or j.labels("tot") is None:
         return None
     from harness.verdict.confirm import Side, judge
 
     sides = [
-        Side.parse(
-            j.reps(side) or J.arrow_column(J.col(df, "rep_times_us", None)), J.arrow_column(df["rep_procs"]), rows
-        )
+        Side.parse(j.reps(side) or J.arrow_column(J.col(df, "rep_times_us", None)), j.labels(side), rows)
         for side, df, rows in (("golden", j.golden, j.gi), ("tot", j.tot, j.ti))
     ]
     names = np.asarray(pd.Series(kernels).astype(str), dtype=object)
@@ -274,13 +272,13 @@ def _evidence(
 
 
 def _parse_reps(j: J.Joined) -> None:
-    """Both files' rep times parsed on threads of their own (each started once, golden's perhaps while TOT's file
-    was still being checked) while the verdicts and the notes that need no reps are made: the interval and the
-    rep-range notes then take their rows."""
-    columns = [c for c in (j.reps("golden"), j.reps("tot")) if c is not None]
-    if len(columns) == 2:
-        for c in columns:
-            c.start()
+    """Both files' rep times and processes parsed on threads of their own (each started once, golden's perhaps
+    while TOT's file was still being checked) while the verdicts and the notes that need no reps are made: the
+    interval, the confirmation and the rep-range notes then take their rows."""
+    for parts in ((j.reps("golden"), j.reps("tot")), (j.labels("golden"), j.labels("tot"))):
+        if None not in parts:
+            for c in parts:
+                c.start()
 
 
 def _rep_texts(j: J.Joined, side: str, rows: np.ndarray, near: np.ndarray) -> Any:
@@ -433,12 +431,12 @@ def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
     return frame
 
 
-def _reps_started(load: Future[pd.DataFrame]) -> Any:
-    """J.rep_column of a frame under way, its parse started once it is loaded; None where it failed to load (the
-    load's error is raised where compare_files takes it) or holds no rep times."""
+def _reps_started(load: Future[pd.DataFrame]) -> tuple[Any, Any]:
+    """J.rep_column of a frame under way, its rep times and its processes, each parse started once it is loaded;
+    None where it failed to load (the load's error is raised where compare_files takes it) or holds none."""
     frame = _frame_of(load)()
-    column = J.rep_column(frame) if frame is not None else None
-    return column.start() if column is not None else None
+    found = [J.rep_column(frame, name) if frame is not None else None for name in ("rep_times_us", "rep_procs")]
+    return tuple(c.start() if c is not None else None for c in found)  # type: ignore[return-value]
 
 
 def compare_files(

@@ -81,21 +81,30 @@ class Joined:
     #: each frame's rep-time column, parsed once (reps.Column) for the interval and the notes; None: no rep times
     rep_columns: dict[str, Any] = field(default_factory=dict)
 
+    #: each frame's rep-process column, parsed once (reps.Labels) for the confirmation; None: no labels
+    label_columns: dict[str, Any] = field(default_factory=dict)
+
     def reps(self, side: str) -> Any:
         """reps.Column of golden's (``side`` 'golden') or TOT's rep times; None where its file has none."""
         if side not in self.rep_columns:
             self.rep_columns[side] = rep_column(self.golden if side == "golden" else self.tot)
         return self.rep_columns[side]
 
+    def labels(self, side: str) -> Any:
+        """reps.Labels of golden's or TOT's rep processes; None where its file labels none."""
+        if side not in self.label_columns:
+            self.label_columns[side] = rep_column(self.golden if side == "golden" else self.tot, "rep_procs")
+        return self.label_columns[side]
 
-def rep_column(df: pd.DataFrame) -> Any:
-    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes); None where no
-    cell holds any."""
-    if "rep_times_us" not in df.columns or not holds_text(df["rep_times_us"]):
+
+def rep_column(df: pd.DataFrame, name: str = "rep_times_us") -> Any:
+    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes), or reps.Labels
+    of its rep processes (``name`` 'rep_procs'); None where no cell holds any."""
+    if name not in df.columns or not holds_text(df[name]):
         return None
-    from harness.verdict.reps import Column
+    from harness.verdict.reps import Column, Labels
 
-    return Column(arrow_column(df["rep_times_us"]))
+    return (Labels if name == "rep_procs" else Column)(arrow_column(df[name]))
 
 
 def join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: str) -> tuple[Joined, list[str]]:

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from harness.results.schema import FIRST_EXTRA_EPOCH
 from harness.verdict.confidence import CONFIDENCE, JUDGED, NOISE_FLOOR_PCT, Z95, t975
@@ -65,33 +67,43 @@ class Side:
 
         column = times if isinstance(times, reps.Column) else reps.Column(reps.text_array(times))
         filled, plain, count = column.parsed()[:3]
-        pf, pp, pn, pv = reps.int_lists(reps.text_array(procs))
+        by = procs if isinstance(procs, reps.Labels) else reps.Labels(reps.text_array(procs))
+        pf, pp, pn, pv = by.parsed()
+        column_procs = (pn, pv)
+        if rows is not None and len(rows) == len(filled) and _in_order(rows):
+            rows = None  # every cell, in order (golden and TOT of one suite): no cell taken
         n = len(filled) if rows is None else len(rows)
-        at = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
-        there = at >= 0
-        at = np.where(there, at, 0)
-        both_plain = there & plain[at] & pp[at]
-        usable = both_plain & (count[at] == pn[at])
-        cells = at[usable]
-        values = reps.gather(count, column.flat()[1], cells)
-        labels = reps.gather(pn, pv, cells)
-        owner = np.repeat(np.flatnonzero(usable), count[cells])
-        odd = np.flatnonzero(there & filled[at] & pf[at] & ~both_plain)
+        at = None if rows is None else np.asarray(rows, dtype=np.int64)
+        there = np.ones(n, bool) if at is None else at >= 0
+        if at is not None:
+            at = np.where(there, at, 0)
+            filled, plain, count, pf, pp, pn = (a[at] for a in (filled, plain, count, pf, pp, pn))
+        both_plain = there & plain & pp
+        usable = both_plain & (count == pn)
+        values, labels = _plain_reps(column.flat(), column_procs, usable, None if at is None else at[usable])
+        owner = np.repeat(np.flatnonzero(usable), count[usable])
+        odd = np.flatnonzero(there & filled & pf & ~both_plain)
+        at = np.arange(n) if at is None else at
         if len(odd):
-            values, owner, labels = _with_odd(values, owner, labels, odd, column, procs, at)
+            values, owner, labels = _with_odd(values, owner, labels, odd, column, by, at)
         return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
                    labels.astype(np.int64, copy=False), n)  # fmt: skip
+
+    @cached_property
+    def by_process(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, process, mean rep time) of each process of each row, row after row, each row's processes in
+        order: made once for every question (a process's reps are all of one pass)."""
+        first, inverse = _groups(self.rows * (int(self.procs.max(initial=0)) + 1) + self.procs)
+        sums = np.bincount(inverse, weights=self.values, minlength=len(first))
+        return self.rows[first], self.procs[first], sums / np.bincount(inverse, minlength=len(first))
 
     def processes(self, which: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row of each process, its mean, the row's mean over its processes at that row) over the processes of
         ``which``: 'all', 'first' (the first pass) or 'again' (the re-measuring passes)."""
-        keep = {"all": np.ones(len(self.procs), bool), "first": self.procs < FIRST_EXTRA_EPOCH,
-                "again": self.procs >= FIRST_EXTRA_EPOCH}[which]  # fmt: skip
-        rows, procs, values = self.rows[keep], self.procs[keep], self.values[keep]
-        first, inverse = _groups(rows * (int(procs.max(initial=0)) + 1) + procs)
-        sums = np.bincount(inverse, weights=values, minlength=len(first))
-        means = sums / np.bincount(inverse, minlength=len(first))
-        grow = rows[first]
+        grow, proc, means = self.by_process
+        if which != "all":
+            keep = {"first": proc < FIRST_EXTRA_EPOCH, "again": proc >= FIRST_EXTRA_EPOCH}[which]
+            grow, means = grow[keep], means[keep]
         count = np.bincount(grow, minlength=self.n)
         with np.errstate(invalid="ignore", divide="ignore"):
             row_mean = np.bincount(grow, weights=means, minlength=self.n) / count
@@ -100,6 +112,23 @@ class Side:
     def stack_time(self, which: str = "all") -> np.ndarray:
         """Each row's time over the processes of ``which`` (NaN where it has none)."""
         return self.processes(which)[2]
+
+
+def _in_order(rows: np.ndarray) -> bool:
+    return len(rows) == 0 or (rows[0] == 0 and bool((np.diff(rows) == 1).all()))
+
+
+def _plain_reps(
+    times: tuple[np.ndarray, np.ndarray], procs: tuple[np.ndarray, np.ndarray], usable: np.ndarray,
+    cells: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The reps and their processes of the ``usable`` rows, flat, row after row: each (count, values) of the
+    column's cells; ``cells``: the cell of each usable row (None: row i is cell i, the flat values only masked)."""
+    from harness.verdict import reps
+
+    if cells is None:
+        return tuple(v[np.repeat(usable, c)] for c, v in (times, procs))  # type: ignore[return-value]
+    return reps.gather(*times, cells), reps.gather(*procs, cells)
 
 
 def _with_odd(
@@ -111,7 +140,7 @@ def _with_odd(
     from harness.verdict import reps
 
     times = reps.texts_at(column.arr, at[odd])
-    labelled = reps.texts_at(reps.text_array(procs), at[odd])
+    labelled = reps.texts_at(procs.arr, at[odd])
     v, r, p = [values], [owner], [labels]
     for i, tc, pc in zip(odd, times, labelled, strict=True):
         got = _pair(tc, pc)
@@ -166,14 +195,14 @@ def moderated(kernels: np.ndarray, s2: np.ndarray, d: np.ndarray, usable: np.nda
     """(variance, degrees of freedom, the family's prior) per row: each row's own ``s2`` on ``d`` degrees of
     freedom, pulled towards its kernel's prior (module docstring); NaN variance where there is neither."""
     prior = np.full(len(s2), np.nan)
-    keys = np.asarray(kernels, dtype=object)
+    family = pd.factorize(np.asarray(kernels, dtype=object))[0]  # -1: no name, no family
     own = usable & (d >= 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = s2 / (1.0 - 2.0 / (9.0 * np.maximum(d, 1))) ** 3  # over the median of χ²_d / d
-    for k in set(keys[own].tolist()):
-        mine = own & (keys == k)
+    for k in np.unique(family[own & (family >= 0)]):
+        mine = own & (family == k)
         if mine.sum() >= MIN_FAMILY:
-            prior[usable & (keys == k)] = float(np.median(scaled[mine]))
+            prior[usable & (family == k)] = float(np.median(scaled[mine]))
     d0 = np.where(np.isfinite(prior), PRIOR_DF, 0.0)
     df = d0 + np.where(own, d, 0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -26,18 +26,16 @@ _NUM = r"(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
 PLAIN = rf"^\[{_NUM}(?:, ?{_NUM})*\]$"
 
 
-class Column:
-    """A text column of rep times (Arrow, whole), parsed once for every question asked of its cells."""
+class _Once:
+    """A text column (Arrow, whole) parsed once, on a thread of its own once started (Arrow and numpy work without
+    the GIL): ``parsed()`` waits for that parse, or parses now."""
 
     def __init__(self, arr: Any) -> None:
         self.arr = arr
         self._parsed: tuple[np.ndarray, ...] | None = None
-        self._values = np.zeros(0)
-        self._lengths: np.ndarray | None = None
         self._future: Any = None
 
-    def start(self) -> Column:
-        """Parse on a thread of its own from now on (Arrow and numpy work without the GIL); parsed() waits for it."""
+    def start(self) -> Any:
         if self._parsed is None and self._future is None:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -45,6 +43,30 @@ class Column:
             self._future = pool.submit(self._parse)
             pool.shutdown(wait=False)
         return self
+
+    def parsed(self) -> tuple[np.ndarray, ...]:
+        if self._parsed is None:
+            self._parsed = self._future.result() if self._future is not None else self._parse()
+        return self._parsed
+
+    def _parse(self) -> tuple[np.ndarray, ...]:
+        raise NotImplementedError
+
+
+class Labels(_Once):
+    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it."""
+
+    def _parse(self) -> tuple[np.ndarray, ...]:
+        return int_lists(self.arr)
+
+
+class Column(_Once):
+    """A text column of rep times, parsed once for every question asked of its cells."""
+
+    def __init__(self, arr: Any) -> None:
+        super().__init__(arr)
+        self._values = np.zeros(0)
+        self._lengths: np.ndarray | None = None
 
     def lengths(self) -> np.ndarray:
         """Each cell's length in bytes, up to 3 (0: empty; over 2 where its characters are, as they are where it is
@@ -60,9 +82,7 @@ class Column:
         """(filled, plain, count, mean, sd, lo, hi) per cell: :func:`parse_plain`'s first three, then each plain
         cell's mean and sample deviation (as _moments takes them) and its smallest and largest value
         (NaN where there are none)."""
-        if self._parsed is None:
-            self._parsed = self._future.result() if self._future is not None else self._parse()
-        return self._parsed
+        return super().parsed()
 
     def _parse(self) -> tuple[np.ndarray, ...]:
         filled = self.lengths() > 0
