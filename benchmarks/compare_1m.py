@@ -136,7 +136,11 @@ try:
 except ImportError:
     F = None
 got = {"imports": [cpu() - c0, time.perf_counter() - w0]}
-getattr(harness.cli.compare, "_arrow_allocator", lambda: None)()  # what the command sets up, where it does
+try:  # what the command sets up, where it does (harness.process from 2026-12-01, cli/compare.py before)
+    import harness.process as P
+except ImportError:
+    P = harness.cli.compare
+getattr(P, "arrow_allocator", getattr(P, "_arrow_allocator", lambda: None))()
 def timed(mod, name, stage):
     f = getattr(mod, name)
     def g(*a, **k):

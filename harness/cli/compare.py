@@ -15,9 +15,6 @@ from harness.verdict.defaults import ABS_US, MIN_GOLDEN_US, REL
 if TYPE_CHECKING:
     from harness.compare.compare import Comparison
 
-#: where benchmarks/compare_1m.py looks the allocator up (it times old checkouts too, where it lived here)
-_arrow_allocator = process.arrow_allocator
-
 
 def compare(
     golden: ExistingFile,
