@@ -261,8 +261,8 @@ def _evidence(
         rows = labelled["labelled"]
         for name in ("noise_pct", "delta_lo_pct", "delta_hi_pct"):
             ev[name] = np.where(rows, labelled[name], ev[name])
-        if "by_process" in ev:
-            ev["by_process"] = ev["by_process"] & ~rows  # (an A/A's widening of them is in their interval)
+        if "by_process" in ev:  # the labelled rows' own: the A/A's widening is in their interval
+            ev["by_process"] = (ev["by_process"] & ~rows) | labelled["by_process"]
     refused = _guard_refused(j)
     if refused.any():  # a time the multi-GPU guard refused measured something other than the op: never confident
         sure = ev["confidence"] == CONFIDENCE.index("confident")
@@ -309,10 +309,12 @@ def _notes(
     _unstable_notes(j, add)
     flagged = np.flatnonzero(np.isin(vcode, [VERDICTS.index("regression"), VERDICTS.index("improvement")]))
     if labelled is not None:
-        from harness.verdict.confirm import note
+        from harness.verdict.confirm import note, unlabelled_note
 
         for i in np.flatnonzero(labelled["unconfirmed"]):
             add(int(i), note(VERDICTS[vcode[i]], float(labelled["first_pct"][i]), float(labelled["again_pct"][i])))
+        for i in np.flatnonzero(labelled["unlabelled"]):
+            add(int(i), unlabelled_note(VERDICTS[vcode[i]]))
     if len(flagged):
         _flag_notes(j, flagged, vcode, pct, add)
     cats = ["", *sorted(set(note_of.values()))]

@@ -25,7 +25,6 @@ flag that does not repeat there is ``ambiguous`` with a note, and one never meas
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -49,12 +48,15 @@ _FLAGS = (_CODE["regression"], _CODE["improvement"])
 @dataclass(frozen=True)
 class Side:
     """One stack's reps of each row, flat: ``values`` (µs), ``rows`` (the row each belongs to), ``procs`` (its
-    process); rows without labelled reps hold none."""
+    process); rows without labelled reps hold none. ``unlabelled``: where some row is labelled, the rows whose
+    rep times are there but not labelled with their processes (a ``rep_procs`` cell empty, unreadable or of
+    another length): their flags cannot be confirmed."""
 
     values: np.ndarray
     rows: np.ndarray
     procs: np.ndarray
     n: int
+    unlabelled: np.ndarray | None = None
 
     @classmethod
     def parse(cls, times: Any, procs: Any, rows: np.ndarray | None = None) -> Side:
@@ -86,8 +88,10 @@ class Side:
         at = np.arange(n) if at is None else at
         if len(odd):
             values, owner, labels = _with_odd(values, owner, labels, odd, column, by, at)
+        unlabelled = there & filled & bool(by.parsed()[0].any())  # a side labelling none: judged by its reps
+        unlabelled[owner] = False
         return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
-                   labels.astype(np.int64, copy=False), n)  # fmt: skip
+                   labels.astype(np.int64, copy=False), n, unlabelled)  # fmt: skip
 
     @cached_property
     def by_process(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,20 +157,15 @@ def _with_odd(
     return np.concatenate(v)[order], rows[order], np.concatenate(p)[order]
 
 
-def _pair(times: str, procs: str) -> tuple[list[float], list[int]] | None:
-    if not (isinstance(times, str) and isinstance(procs, str) and times.strip() and procs.strip()):
+def _pair(times: Any, procs: Any) -> tuple[list[float], list[int]] | None:
+    """An odd row's reps and their processes (reps.odd_values, reps.odd_ints), or None where either cell holds
+    none or the two lists differ in length."""
+    from harness.verdict.reps import odd_ints, odd_values
+
+    t, p = odd_values(times), odd_ints(procs)
+    if t is None or p is None or len(t) != len(p):
         return None
-    try:
-        t, p = json.loads(times), json.loads(procs)
-    except ValueError:
-        return None
-    if not (isinstance(t, list) and isinstance(p, list) and len(t) == len(p) and t):
-        return None
-    if not all(isinstance(x, (int, float)) and 0 < x < 1e100 for x in t):
-        return None
-    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63 for x in p):
-        return None
-    return [float(x) for x in t], p
+    return t, p
 
 
 def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -225,7 +224,7 @@ def judge(
     ``first_pct``/``again_pct`` (Δ% of the first pass and of the re-measured processes alone; NaN where none) and
     ``unconfirmed`` (a flag that the re-measuring did not repeat, or that was never measured again: never
     confident, whatever its interval). ``process_pct``: an A/A's σ_p per row (NaN: none), added as
-    confidence.widened adds it."""
+    confidence.widened adds it; ``by_process`` marks the verdicts that widening made ambiguous."""
     g, t = np.asarray(golden_us, dtype=np.float64), np.asarray(tot_us, dtype=np.float64)
     v = np.asarray(verdict_codes)
     (kg, ssg, dg), (kt, sst, dt) = spread(golden), spread(tot)
@@ -238,25 +237,25 @@ def judge(
         ratio = t / g
         delta = 100.0 * (ratio - 1.0)
         se = 100.0 * ratio * s * np.sqrt(1.0 / kg + 1.0 / kt)
-        half = t975(np.nan_to_num(df, nan=1.0)) * se
+        own = t975(np.nan_to_num(df, nan=1.0)) * se
+        half = own
         if process_pct is not None:
-            half = np.sqrt(half**2 + np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64)) ** 2)
+            half = np.sqrt(own**2 + np.nan_to_num(Z95 * np.asarray(process_pct, dtype=np.float64)) ** 2)
         reg_lim, imp_lim = rule.limits_pct(g)
     lo, hi = delta - half, delta + half
     known = labelled & np.isfinite(half)
-    sure = np.select(
-        [v == _CODE["regression"], v == _CODE["improvement"], v == _CODE["ok"]],
-        [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
-        default=False,
-    )
+    sure = _sure(v, lo, hi, reg_lim, imp_lim)
     ag, at = golden.stack_time("again"), tot.stack_time("again")
     first, again = _delta(golden.stack_time("first"), tot.stack_time("first")), _delta(ag, at)
     repeats = timed_codes(ag, at, rule) == v  # NaN times: 'ok', never a flag
     flagged = np.isin(v, _FLAGS)
     unconfirmed = known & flagged & ~(np.isfinite(ag) & np.isfinite(at) & repeats)
+    unlabelled = flagged & ~known & (_unlabelled(golden) | _unlabelled(tot))
     conf = np.full(len(v), CONFIDENCE.index(""), dtype=np.int8)
     conf[np.isin(v, JUDGED)] = CONFIDENCE.index("unknown")
     conf[known] = np.where(sure[known] & ~unconfirmed[known], 0, 1)
+    # the verdicts the A/A's widening made ambiguous (compare --aa says how many, and notes them)
+    by_process = known & ~sure & _sure(v, delta - own, delta + own, reg_lim, imp_lim) & ~unconfirmed
     nan = np.full(len(v), np.nan)
     return {
         "labelled": known,
@@ -267,8 +266,24 @@ def judge(
         "first_pct": first,
         "again_pct": again,
         "unconfirmed": unconfirmed,
+        "unlabelled": unlabelled,
+        "by_process": by_process,
         "processes": np.minimum(kg, kt),
     }
+
+
+def _sure(v: np.ndarray, lo: np.ndarray, hi: np.ndarray, reg_lim: np.ndarray, imp_lim: np.ndarray) -> np.ndarray:
+    """Where the interval [lo, hi] lies wholly on its verdict's side of the rule's limits."""
+    with np.errstate(invalid="ignore"):
+        return np.select(
+            [v == _CODE["regression"], v == _CODE["improvement"], v == _CODE["ok"]],
+            [lo > reg_lim, hi < imp_lim, (lo >= imp_lim) & (hi <= reg_lim)],
+            default=False,
+        )
+
+
+def _unlabelled(side: Side) -> np.ndarray:
+    return side.unlabelled if side.unlabelled is not None else np.zeros(side.n, dtype=bool)
 
 
 def _delta(golden_us: np.ndarray, tot_us: np.ndarray) -> np.ndarray:
@@ -283,11 +298,18 @@ def note(verdict: str, first_pct: float, again_pct: float) -> str:
     return f"{verdict} did not repeat in fresh processes: first pass {first_pct:+.2f} %, again {again_pct:+.2f} %"
 
 
+def unlabelled_note(verdict: str) -> str:
+    """Why a flag of a row whose reps are not labelled with their processes is not confident."""
+    return f"{verdict} not confirmed: rep_procs does not name the process of each rep on this row"
+
+
 def overlay(confidence: np.ndarray, labelled: dict[str, np.ndarray], moved: np.ndarray) -> np.ndarray:
     """``confidence`` (codes, confidence.assess's) with confirm.judge's in place for the rows it judged, a
-    confident flag among them whose time moved with the SM clock made ambiguous, as assess makes its own."""
+    confident flag among them whose time moved with the SM clock made ambiguous, as assess makes its own, and a
+    flag of a labelled file's row whose reps are not labelled never confident (it cannot be confirmed)."""
     out = np.asarray(confidence).copy()
     rows = labelled["labelled"]
     out[rows] = labelled["confidence"][rows]
+    out[labelled["unlabelled"] & (out == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")
     out[rows & moved & (out == CONFIDENCE.index("confident"))] = CONFIDENCE.index("ambiguous")
     return out

@@ -1,19 +1,19 @@
 """The one reader of the lists a results row holds: its rep times ("[12.5,12.51,12.49]") and the worker process
-of each rep (``rep_procs``, "[0,0,1]"), parsed with Arrow, a million at a time, with the answers of the Python
-readers they replace: the interval's (confidence.rep_stats), the confirmation's (confirm.Side, whose odd cells
-confirm._pair reads as JSON) and the rep-range note's (JSON: :func:`json_floats`). No other module parses them.
+of each rep (``rep_procs``, "[0,0,1]"), for the interval (confidence.rep_stats), the confirmation (confirm.Side)
+and the rep-range note alike. No other module parses them.
 
 A cell a runner writes is *plain*: a JSON list of one or more numbers in JSON's own grammar (no sign, at most 20
-digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100. On such a cell numpy's
-``fromstring``, Python's ``float`` and ``json``, and Arrow's cast (all correctly rounded) give the same floats,
-so Arrow parses them. Every other filled cell (an empty list, spaces, a cell cut short, NaN, a negative or zero
-time, text) is *odd*: it is handed to the Python code that read every cell before, with the same context, so it
-is read as it always was; files hold none or a few.
+digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100 (rep processes: whole
+numbers of at most 18 digits). Arrow reads plain cells, a million at a time: on such a cell Python's ``float``
+and ``json`` and Arrow's cast (all correctly rounded) give the same numbers. Every other filled cell is *odd*
+(spaces inside, a cell cut short, an empty list, NaN, a zero, negative or infinite time, text); files hold none
+or a few, and each is read by one rule, :func:`odd_values` (:func:`odd_ints`): a JSON list of numbers that are
+all good times gives them, any other cell no reps at all, whatever the other cells of the file hold.
 
 A column is parsed once, whole, into per-cell figures (count, mean and deviation as _moments takes
 them, smallest and largest rep); each question (the cases near a limit, the flagged ones) then picks its rows.
 A plain cell's figures are its own, whichever other cells are asked about with it, and their arithmetic cannot
-overflow (no warning where the Python code gave none)."""
+overflow."""
 
 from __future__ import annotations
 
@@ -162,29 +162,17 @@ class Cells:
 
     def stats_where(self, near: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """confidence.rep_stats of the cells at ``near`` (a mask of these cells), at their places in arrays of
-        all these cells (count 0, NaN elsewhere): what assess makes of rep_stats' answer, without taking the
-        cells out and putting their figures back (and, for every cell of a column in order, the column's own
-        arrays, only read).
-
-        rep_stats parses all filled cells in one ``np.fromstring`` (rows separated by -1) and, where that fails
-        anywhere, every cell again with ``float`` (then a cell holding a non-positive time counts no rep). Which
-        of the two it takes matters only for odd cells, so only they are tried: with ``fromstring`` in the
-        context they had (after a row's -1 separator, or first), then as the fallback did; their moments are
-        _moments' own."""
+        all these cells (count 0, NaN elsewhere), without taking the cells out and putting their figures back
+        (and, for every cell of a column in order, the column's own arrays, only read). An odd cell's reps are
+        :func:`odd_values`' (none where it holds no list of good times); their moments are _moments' own."""
         filled, plain, count, mean, sd = self.parsed((0, 1, 2, 3, 4))
         if not near.all():
             filled = filled & near
             count, mean, sd = np.where(near, count, 0), np.where(near, mean, np.nan), np.where(near, sd, np.nan)
         odd = np.flatnonzero(filled & ~plain)
         if len(odd):
-            texts = self.texts(odd)
-            first = np.flatnonzero(filled)[0]
-            lead = "" if first == odd[0] else "1,-1,"  # a plain cell before the first odd one: its -1 separator
-            rows = _fast_rows(lead + ",-1,".join(texts).replace("[", "").replace("]", "") + ",-1", len(texts), lead)
-            if rows is None:
-                rows = [slow_values(c) for c in texts]
             count, mean, sd = count.copy(), mean.copy(), sd.copy()
-            count[odd], mean[odd], sd[odd] = stats_of(rows)
+            count[odd], mean[odd], sd[odd] = stats_of([odd_values(c) or [] for c in self.texts(odd)])
         return count, mean, sd
 
     def texts(self, which: np.ndarray) -> list[str]:
@@ -193,7 +181,7 @@ class Cells:
 
     def lists(self, which: np.ndarray) -> list[list[float] | None]:
         """The reps of the cells at positions ``which`` (of these cells; each one filled): a plain cell's as Arrow
-        read them, an odd one's as JSON reads it (:func:`json_floats`; None where it holds no list of numbers)."""
+        read them, an odd one's :func:`odd_values` (None where it holds no list of good times)."""
         rows = which if self.rows is None else self.rows[which]
         count, values = self.column.flat()
         plain = self.column.parsed()[1][rows]
@@ -201,7 +189,7 @@ class Cells:
         np.cumsum(count[:-1], out=starts[1:])
         odd = iter(texts_at(self.column.arr, rows[~plain]))
         return [
-            values[starts[r] : starts[r] + count[r]].tolist() if p else json_floats(next(odd))
+            values[starts[r] : starts[r] + count[r]].tolist() if p else odd_values(next(odd))
             for r, p in zip(rows.tolist(), plain.tolist(), strict=True)
         ]
 
@@ -320,46 +308,6 @@ def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
     return mean, sd, lo, hi
 
 
-def _fast_rows(text: str, n: int, lead: str) -> list[list[float]] | None:
-    """The values of each of ``n`` cells as rep_stats' one-pass parse reads them (``text``: their joined text),
-    None where that parse fails (rep_stats then reads every cell with ``float``)."""
-    try:
-        flat = _parse(text)
-    except ValueError:
-        return None
-    ends = np.flatnonzero(flat == -1.0)
-    skip = 1 if lead else 0
-    if len(ends) != n + skip:
-        return None
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    return [flat[s:e].tolist() for s, e in zip(starts[skip:], ends[skip:], strict=True)]
-
-
-# rep_stats' own Python parsers and moments (confidence.rep_stats reads arrays of Python strings with them)
-
-
-def _parse(text: str) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # numpy warns (and stops) where the text is not numbers: raise instead
-        try:
-            return np.fromstring(text, sep=",")
-        except (DeprecationWarning, ValueError) as err:
-            raise ValueError(str(err)) from None
-
-
-def slow_values(cell: str) -> list[float]:
-    """One cell's rep times as rep_stats reads them when its one-pass parse fails: [] unless every value is a
-    positive float."""
-    try:
-        body = cell.strip().strip("[]").strip()
-        v = [float(x) for x in body.split(",")] if body else []
-    except ValueError:
-        return []
-    return v if all(x > 0 for x in v) else []
-
-
 def stats_of(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean, sample deviation) of each cell's values, given as Python lists: :func:`_moments`'."""
     count = np.array([len(r) for r in rows], dtype=np.int64)
@@ -461,11 +409,35 @@ def gather(count: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarra
     return values[offsets + np.arange(total)]
 
 
-def json_floats(cell: Any) -> list[float] | None:
-    """An odd cell's values as JSON reads them, each a float; None where it is not a JSON list of numbers."""
+def odd_values(cell: Any) -> list[float] | None:
+    """An odd cell's reps, by the one rule every reader of rep times follows, whatever the other cells hold: a
+    JSON list of one or more numbers, each over 0 and under 1e100 (as a plain cell's), as floats; None for any
+    other cell (an empty list, a cell cut short, a zero, negative, NaN or infinite time, ``true``, text): no reps
+    there, never a guess at some of them."""
+    found = _json_list(cell)
+    if not found or not all(_number(x) and 0 < x < 1e100 for x in found):
+        return None
+    return [float(x) for x in found]
+
+
+def odd_ints(cell: Any) -> list[int] | None:
+    """An odd cell of rep processes: a JSON list of one or more whole numbers >= 0 that fit an int64; None for
+    any other."""
+    found = _json_list(cell)
+    if not found or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63 for x in found):
+        return None
+    return found
+
+
+def _json_list(cell: Any) -> list | None:
     import json
 
     try:
-        return [float(x) for x in json.loads(cell)]
-    except (ValueError, TypeError):
+        found = json.loads(cell)
+    except (ValueError, TypeError):  # not JSON, not text, or an integer of more digits than Python reads
         return None
+    return found if isinstance(found, list) else None
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)

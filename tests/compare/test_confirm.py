@@ -198,3 +198,35 @@ def test_processes_group_unordered_reps_as_ordered_ones():
     for which in ("all", "first", "again"):
         for x, y in zip(a.processes(which), b.processes(which), strict=True):
             assert np.allclose(x, y, equal_nan=True)
+
+
+@pytest.mark.parametrize("cell", ["[0.0, 0.0, 1.0, 1.0, 5.0, 5.0]", "[0, 0, 1]", "[]", "first", "", "[-1,0,1,1,5,5]"])
+def test_a_flag_whose_reps_are_not_labelled_in_a_labelled_file_is_never_confident(tmp_path, cell):
+    from harness.results.schema import sidecar_path
+
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    _write(g, {"real": reps((0, 100.0), (1, 100.1), (AGAIN, 100.0)), "b": reps((0, 50.0), (1, 50.0), (AGAIN, 50.0))})
+    _write(t, {"real": reps((0, 110.0), (1, 110.1), (AGAIN, 110.0)), "b": reps((0, 50.0), (1, 50.0), (AGAIN, 50.0))})
+    assert compare_files(g, t).table.set_index("case_id").loc["real", "confidence"] == "confident"
+    sidecar_path(t).unlink(missing_ok=True)  # a hand edit, as a user makes one (the sidecar would refuse it)
+    df = pd.read_csv(t, dtype=str, keep_default_na=False)
+    df.loc[df["case_id"] == "real", "rep_procs"] = cell
+    df.to_csv(t, index=False)
+    row = compare_files(g, t).table.set_index("case_id").loc["real"]
+    assert row["verdict"] == "regression" and row["confidence"] == "ambiguous"
+    assert "regression not confirmed: rep_procs does not name the process of each rep on this row" in row["note"]
+
+
+def test_an_aa_that_makes_a_labelled_verdict_ambiguous_says_so(tmp_path):
+    g, t, a = tmp_path / "g.csv", tmp_path / "t.csv", tmp_path / "a.csv"
+    base = {f"c{i}": 100.0 + i for i in range(10)}
+    off = [0.03, -0.03, 0.025, -0.025, 0.03, -0.03, 0.02, -0.02, 0.03, -0.03]  # the A/A: ~3 % between processes
+    for path, scale in ((g, {}), (t, {"c0": 1.05}), (a, {c: 1 + o for c, o in zip(base, off, strict=True)})):
+        _write(path, {c: reps((0, m * scale.get(c, 1)), (1, m * scale.get(c, 1)), (AGAIN, m * scale.get(c, 1)))
+                      for c, m in base.items()})  # fmt: skip
+    plain = compare_files(g, t).table.set_index("case_id").loc["c0"]
+    assert plain["verdict"] == "regression" and plain["confidence"] == "confident"
+    cmp = compare_files(g, t, aa=a)
+    row = cmp.table.set_index("case_id").loc["c0"]
+    assert row["confidence"] == "ambiguous" and "(A/A)" in row["note"]
+    assert cmp.process_noise["kernels"]["k"]["ambiguous"] >= 1

@@ -15,7 +15,7 @@ def test_overlapping_rep_ranges_are_noted_not_overruled():
     assert overlap_note(None, [1, 2], regression=True) == "" and overlap_note([1], [1, 2], True) == ""
 
 
-def test_the_reps_a_note_reads_are_the_cells_as_json_reads_them():
+def test_the_reps_a_note_reads_are_the_cells_by_the_one_rule():
     import numpy as np
     import pyarrow as pa
 
@@ -23,7 +23,7 @@ def test_the_reps_a_note_reads_are_the_cells_as_json_reads_them():
 
     cells = ["[1.5,2.5]", "[3e1, 4]", "[1,2", '["1", "2"]', "[true, 2]", "[1e999, 2]", "[-1, 2]", "[ 1 , 2 ]"]
     got = Column(pa.array(cells, type=pa.large_string())).at(None).lists(np.arange(len(cells)))
-    assert got == [[1.5, 2.5], [30.0, 4.0], None, [1.0, 2.0], [1.0, 2.0], [float("inf"), 2.0], [-1.0, 2.0], [1.0, 2.0]]
+    assert got == [[1.5, 2.5], [30.0, 4.0], None, None, None, None, None, [1.0, 2.0]]  # the one rule: good times
 
 
 def test_different_measurement_methods_warn():

@@ -1,6 +1,6 @@
-"""Rep-time cells parsed with Arrow (reps.py), the one reader of rep cells, against the Python code that parsed them
-before (kept here as the oracle, python_rep_stats): rep_stats' counts, means and deviations bit for bit, the
-rep-range and clock notes, odd cells included, in every position."""
+"""Rep-time cells parsed with Arrow (reps.py), the one reader of rep cells, against every cell read in Python by the
+one rule (python_rep_stats, the oracle): rep_stats' counts, means and deviations bit for bit, the rep-range and
+clock notes, odd cells included, in every position."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from harness.compare import compare as C
 from harness.compare import join as J
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
-from harness.verdict.reps import Column, json_floats, overlapping, parse_plain
+from harness.verdict.reps import Column, odd_values, overlapping, parse_plain
 
 #: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
 pytestmark = [
@@ -85,30 +85,11 @@ def _arrow(cells: list) -> pa.Array:
 
 
 def python_rep_stats(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Python reader of rep cells that rep_stats was before Arrow read them, kept here as the oracle: one
-    ``np.fromstring`` of every filled cell, rows separated by -1 (times are positive), and where that fails
-    anywhere, every cell again with ``float`` (a cell holding a time that is not positive then counts no rep)."""
-    from harness.verdict.reps import _moments, _parse, slow_values, stats_of
+    """The oracle: every cell read in Python by the one rule (reps.odd_values: a JSON list of good times, or no
+    reps), plain cells too, each on its own."""
+    from harness.verdict.reps import odd_values, stats_of
 
-    arr = np.array([c if isinstance(c, str) else "" for c in np.asarray(texts, dtype=object).tolist()], dtype=object)
-    filled = arr != ""
-    if not filled.all():
-        full = (np.zeros(len(arr), dtype=np.int64), np.full(len(arr), np.nan), np.full(len(arr), np.nan))
-        if filled.any():
-            for out, part in zip(full, python_rep_stats(arr[filled]), strict=True):
-                out[filled] = part
-        return full
-    cells = arr.tolist()
-    try:
-        flat = _parse(",-1,".join(cells).replace("[", "").replace("]", "") + ",-1") if cells else np.zeros(0)
-    except ValueError:
-        return stats_of([slow_values(c) for c in cells])
-    ends = np.flatnonzero(flat == -1.0)
-    if len(ends) != len(cells):  # a cell held a stray separator or text: parse row by row
-        return stats_of([slow_values(c) for c in cells])
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    count = ends - starts
-    return _moments(np.delete(flat, ends), np.repeat(np.arange(len(cells)), count), count.astype(np.int64))
+    return stats_of([(odd_values(c) if isinstance(c, str) else None) or [] for c in np.asarray(texts, dtype=object)])
 
 
 def _same_stats(cells: list) -> None:
@@ -162,8 +143,7 @@ def test_large_batch_without_odd_cells_takes_no_python_parse(monkeypatch):
     def refuse(*_a, **_k):
         raise AssertionError("parsed in Python")
 
-    monkeypatch.setattr(reps, "_parse", refuse)
-    monkeypatch.setattr(reps, "slow_values", refuse)
+    monkeypatch.setattr(reps, "odd_values", refuse)
     cells = [f"[{k + 1}.5,{k + 1}.25,{k + 1}.75]" for k in range(1000)] + ["", None]
     n, mean, sd = rep_stats(_arrow(cells))
     assert n[:1000].tolist() == [3] * 1000 and mean[0] == 1.5 and np.isnan(mean[-1])
@@ -177,8 +157,8 @@ def test_overlapping_is_false_only_where_overlap_note_is_silent(regression):
     may = overlapping(Column(_arrow(g)).at(None), Column(_arrow(t)).at(None), np.full(len(g), regression))
     for a, b, m in zip(g, t, may, strict=True):
         if not m:
-            assert overlap_note(json_floats(a), json_floats(b), regression) == "", (a, b)
-    plain_notes = [overlap_note(json_floats(a), json_floats(b), regression) != "" for a, b in zip(g, t, strict=True)]
+            assert overlap_note(odd_values(a), odd_values(b), regression) == "", (a, b)
+    plain_notes = [overlap_note(odd_values(a), odd_values(b), regression) != "" for a, b in zip(g, t, strict=True)]
     assert sum(plain_notes) and sum(may) < len(g)
 
 
@@ -213,7 +193,7 @@ def _old_flag_notes(j, flagged, vcode, pct, add):
         t_reps = J.col(t, "rep_times_us", j.ti[flagged])
         both = ((g_reps.str.len() > 2) & (t_reps.str.len() > 2)).to_numpy()
         for i, gr, tr in zip(flagged[both], g_reps[both], t_reps[both], strict=True):
-            note = overlap_note(json_floats(gr), json_floats(tr), C.VERDICTS[vcode[i]] == "regression")
+            note = overlap_note(odd_values(gr), odd_values(tr), C.VERDICTS[vcode[i]] == "regression")
             if note:
                 add(int(i), note, join=False)
     if "sm_clock_mhz" in g.columns and "sm_clock_mhz" in t.columns:
@@ -366,3 +346,12 @@ def test_evidence_in_halves_is_the_whole(monkeypatch, process):
     assert whole.keys() == halves.keys()
     for k in whole:
         assert whole[k].dtype == halves[k].dtype and whole[k].tobytes() == halves[k].tobytes(), k
+
+
+@pytest.mark.parametrize("other", ["[10.0,10.1]", "[]", "fast", "true", "[1,2"])
+def test_an_odd_cell_reads_the_same_whatever_the_other_cells_hold(other):
+    # a negative, zero, NaN or infinite rep, a nested list or a cell cut short: no reps, never some of them
+    cells = ["[39.7,-39.7,39.7,39.7]", "[39.7,0,39.7]", "[39.7,NaN,39.7]", "[[39.7],39.7]", "[39.7,39.7,39.7",
+             "[true,39.7]", "[39.7,Infinity]", "[1e400,39.7]", "[39.7, 39.8]"]  # fmt: skip
+    n, mean, _ = rep_stats([*cells, other])
+    assert n[:-1].tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 2] and mean[-2] == pytest.approx(39.75)
