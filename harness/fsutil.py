@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,22 @@ def check_writable(option: str, path: str | os.PathLike[str]) -> None:
         raise HarnessError(f"{what}: folder {p.parent} is not writable")
     if p.exists() and not os.access(p, os.W_OK):
         raise HarnessError(f"{what}: the file is not writable")
+    if not p.exists():
+        _probe(what, p.parent)
+
+
+def _probe(what: str, folder: Path) -> None:
+    """A file made and removed in ``folder``: what the permissions do not tell (root is let into every folder, but
+    /proc or a read-only mount still refuse a new file)."""
+    probe = folder / f".harness-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return  # another of this process's probes: the folder takes files
+    except OSError as err:
+        raise HarnessError(f"{what}: cannot write into {folder}: {err.strerror}") from None
+    with contextlib.suppress(OSError):
+        probe.unlink()
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

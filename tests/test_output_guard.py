@@ -5,6 +5,7 @@ this table, so the class does not come back one command at a time."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,10 @@ def test_a_run_never_writes_over_a_users_file_beside_its_out(beside, tmp_path, c
     code, _, err = cli(capsys, "run", "--env", ENV, "--suite", SUITE, "--filter", "rmsnorm", "--out", out)
     assert code == 2 and err.count("\n") == 1 and "exists and is not a" in err, err
     assert mine.read_text() == "the user's own notes\n" and not out.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_new_file_is_refused_before_any_work(capsys):
+    # root passes every permission check, yet /proc takes no new file: the compare must not run and print first
+    code, out, err = cli(capsys, "compare", G, T, "--out", "/proc/c.csv")
+    assert code == 2 and out == "" and err.startswith("harness: error: --out /proc/c.csv: ") and err.count("\n") == 1
