@@ -17,7 +17,6 @@ from rich.text import Text
 
 from harness.render.terminal import kernel_keys, plain_table
 from harness.render.vocabulary import LOOKS
-from harness.results.cells import text as as_text
 
 
 @dataclass(frozen=True)
@@ -98,19 +97,31 @@ def print_table(
         for name, key in keys.items():
             con.print(f"  {key} = {escape(name)}")
     con.print(Text(title, style="bold"))
+    rows = [
+        [keys.get(v, str(v)) if c.name == kernel_col else cell(v, c.fmt) for c, v in zip(cols, rec)]
+        for rec in df[[c.name for c in cols]].itertuples(index=False, name=None)
+    ]
     table = plain_table("")
-    for c in cols:
-        heading = c.heading or c.name
-        width = c.min_width or (min(int(as_text(df[c.name]).str.len().max()), 24) if c.fold and len(df) else 0)
-        width = max(width, *(len(w) for w in heading.split())) if c.fold else None
-        table.add_column(heading, justify=c.justify, overflow="fold", no_wrap=not c.fold, min_width=width)
-    for rec in df[[c.name for c in cols]].itertuples(index=False, name=None):
-        cells = []
-        for c, v in zip(cols, rec):
-            text = keys.get(v, str(v)) if c.name == kernel_col else cell(v, c.fmt)
-            cells.append(styles[c.name](text) if c.name in styles and text else escape(text))
-        table.add_row(*cells)
+    for c, width in zip(cols, _fold_widths(cols, rows, con.width), strict=True):
+        table.add_column(c.heading or c.name, justify=c.justify, overflow="fold", no_wrap=not c.fold, min_width=width)
+    for texts in rows:
+        table.add_row(*(styles[c.name](t) if c.name in styles and t else escape(t) for c, t in zip(cols, texts)))
     con.print(table)
+
+
+def _fold_widths(cols: Sequence[Col], rows: list[list[str]], width: int) -> list[int | None]:
+    """Each folding column's least width (None: a column that never folds): its longest cell, at most 24, or
+    its share of what the columns that never fold leave of the console, so that a long case id folds rather
+    than the table cutting the times beside it; never under its heading's longest word."""
+    longest = [max([len(r[k]) for r in rows] + [len(c.heading or c.name)]) for k, c in enumerate(cols)]
+    folds = [k for k, c in enumerate(cols) if c.fold]
+    room = width - sum(n for k, n in enumerate(longest) if k not in folds) - 2 * (len(cols) - 1)
+    share = room // len(folds) if folds else 0
+    out: list[int | None] = []
+    for k, c in enumerate(cols):
+        words = max(len(w) for w in (c.heading or c.name).split())
+        out.append(max(c.min_width or min(longest[k], 24, max(share, 1)), words) if c.fold else None)
+    return out
 
 
 def print_listing(con: Console, runs: pd.DataFrame, comps: pd.DataFrame, cals: pd.DataFrame) -> None:
