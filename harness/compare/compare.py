@@ -108,6 +108,11 @@ class Comparison:
         return {str(k): int(n) for k, n in amb.value_counts().items()}
 
     @property
+    def unknown(self) -> int:
+        """Timed verdicts without an interval: a stack with fewer than 2 reps (or none readable)."""
+        return int((self.table["confidence"] == "unknown").sum()) if "confidence" in self.table.columns else 0
+
+    @property
     def strict_blocking(self) -> int:
         """Cases that fail ``--fail-on-ambiguous``: every TOT failure and regression, and every ambiguous ok that
         may be a regression."""

@@ -18,7 +18,7 @@ from harness.compare.compare import Comparison, worst_first
 from harness.errors import counted
 from harness.render.envinfo import side_by_side
 from harness.render.vocabulary import MARKDOWN_MARKER as MARKER
-from harness.render.vocabulary import regressions
+from harness.render.vocabulary import regressions, unknown_line
 from harness.verdict.rule import ATTENTION, BLOCKING
 
 GITHUB_LIMIT = 65_536
@@ -133,6 +133,8 @@ def _summary(cmp: Comparison, title: str, explain_url: str) -> str:
     if amb:
         headline += (f"{sum(amb.values())} verdicts are ambiguous: their 95 % interval straddles the rule's limit "
                      "(measure again to decide them; `--fail-on-ambiguous` fails on those that may regress).  \n")  # fmt: skip
+    if cmp.unknown:
+        headline += f"{unknown_line(cmp.unknown)}.  \n"
     if cmp.nothing_compared:  # no case was judged: "no regressions" would be a silent wrong answer
         headline = f"**⚠️ {cmp.nothing_compared[0].upper()}{cmp.nothing_compared[1:]}.**  \n"
     parts = [MARKER + "\n", f"## {title}\n\n", headline, *_skip_lines(counts), f"Rule: {cmp.rule.describe()}.\n\n"]

@@ -24,7 +24,7 @@ from harness.compare.calibration import calibration_line
 from harness.compare.compare import Comparison, worst_first
 from harness.errors import counted
 from harness.render.envinfo import one_line
-from harness.render.vocabulary import LOOKS, case_label, regressions
+from harness.render.vocabulary import LOOKS, case_label, regressions, unknown_line
 from harness.verdict.rule import BLOCKING, VERDICTS, is_verdict
 
 STYLE = {v: look.style for v, look in LOOKS.items()}
@@ -156,6 +156,8 @@ def print_comparison(cmp: Comparison, console: Console | None = None, worst: int
     if not cmp.nothing_compared:
         color = "bold red" if cmp.blocking else "yellow" if bad else "green"
         con.print(f"[{color}]{escape(headline(counts, amb))}[/]")
+        if cmp.unknown:
+            con.print(f"[yellow]{escape(unknown_line(cmp.unknown))}[/]")
 
     _print_per_kernel(con, cmp, keys)
     _print_regressions(con, t, keys, worst, quiet=bool(cmp.nothing_compared))

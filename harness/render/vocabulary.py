@@ -72,3 +72,8 @@ def stack_labels(golden_env: Mapping[str, Any] | None, tot_env: Mapping[str, Any
         return STACKS
     usual = {"golden": STACKS[0], "tot": STACKS[1]}
     return usual.get(names[0].lower(), names[0]), usual.get(names[1].lower(), names[1])
+
+
+def unknown_line(n: int) -> str:
+    """What the verdicts without an interval are: the rule's verdict, with nothing to say how sure it is."""
+    return f"{counted(n, 'verdict')} without an interval: under 2 readable reps a stack (unknown)"

@@ -50,6 +50,7 @@ ok                     1
 skipped_in_golden      1
 1 regression, 1 TOT failure; 1 skipped under TOT (not blocking); 1 skipped under
 golden
+2 verdicts without an interval: under 2 readable reps a stack (unknown)
 per kernel
 kernel cases regr TOT fail TOT skip ok gold skip
 ────────────────────────────────────────────────
