@@ -82,13 +82,10 @@ def _add_seconds(folder: Path, seconds: float) -> float:
 
 
 def _reps(text: Any) -> tuple[float, ...]:
-    import json
+    """A row's rep times by the one rule of every reader of them (verdict/reps.py): all its reps, or none."""
+    from harness.verdict.reps import odd_values
 
-    try:
-        vals = json.loads(text) if isinstance(text, str) and text else []
-    except ValueError:
-        return ()
-    return tuple(float(v) for v in vals if isinstance(v, (int, float)) and v > 0)
+    return tuple(odd_values(text) or ()) if isinstance(text, str) else ()
 
 
 def _rows(path: Path) -> dict[str, dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,7 +181,9 @@ def _compare(
     ``golden_reps``: golden's rep times and processes (J.rep_column), started while TOT loaded (compare_files)."""
     j, warnings = J.join(golden, tot, golden_name, tot_name)
     if golden_reps is not None:
-        j.rep_columns["golden"], j.label_columns["golden"] = golden_reps()
+        j.rep_columns["golden"], labels = golden_reps()
+        if labels is not None:  # else found when asked for (not started where TOT's file names no labels)
+            j.label_columns["golden"] = labels
     _parse_reps(j)
     gu, tu = J.col(golden, "time_us", j.g_rows, np.nan), J.col(tot, "time_us", j.t_rows, np.nan)
     timed = [STATUSES.index(s_) for s_ in (TIMED_STATUSES if unstable == "compare" else ("ok",))]
@@ -426,26 +427,6 @@ def gpu_rows(golden: pd.DataFrame, tot: pd.DataFrame) -> str:
     )
 
 
-def _frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
-    """The frame of a load under way, once loaded; None where it failed (whoever waits for it says why)."""
-
-    def frame() -> pd.DataFrame | None:
-        try:
-            return load.result()
-        except Exception:  # raised again where compare_files takes the result
-            return None
-
-    return frame
-
-
-def _reps_started(load: Future[pd.DataFrame]) -> tuple[Any, Any]:
-    """J.rep_column of a frame under way, its rep times and its processes, each parse started once it is loaded;
-    None where it failed to load (the load's error is raised where compare_files takes it) or holds none."""
-    frame = _frame_of(load)()
-    found = [J.rep_column(frame, name) if frame is not None else None for name in ("rep_times_us", "rep_procs")]
-    return tuple(c.start() if c is not None else None for c in found)  # type: ignore[return-value]
-
-
 def compare_files(
     golden: str | os.PathLike[str],
     tot: str | os.PathLike[str],
@@ -465,9 +446,9 @@ def compare_files(
         check_aa_path(aa, golden, tot)
     with ThreadPoolExecutor(4) as pool:  # the CSV readers release the GIL: read the files at once
         gf = pool.submit(load_results, golden)
-        tf = pool.submit(load_results, tot, unique_keys=_frame_of(gf))  # usually golden's cases: no hashing
-        g_reps = pool.submit(_reps_started, gf)  # golden's rep times parsed while TOT's file is checked
-        af = pool.submit(load_results, aa, unique_keys=_frame_of(gf)) if aa is not None else None
+        tf = pool.submit(load_results, tot, unique_keys=J.frame_of(gf))  # usually golden's cases: no hashing
+        g_reps = pool.submit(J.reps_started, gf, J.names_column(tot, "rep_procs"))  # while TOT's is checked
+        af = pool.submit(load_results, aa, unique_keys=J.frame_of(gf)) if aa is not None else None
         gdf, tdf = gf.result(), tf.result()
         try:
             adf = af.result() if af is not None else None

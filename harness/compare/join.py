@@ -4,6 +4,9 @@ case (golden's, else TOT's; one case_id naming two cases refused)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +137,9 @@ def join(golden: pd.DataFrame, tot: pd.DataFrame, golden_name: str, tot_name: st
 
 
 def every_row(rows: np.ndarray, column: Any) -> bool:
-    return len(rows) == len(column.arr) and (len(rows) == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all()))
+    from harness.verdict.reps import in_order
+
+    return len(rows) == len(column.arr) and in_order(rows)
 
 
 def arrow_column(col: pd.Series) -> Any:
@@ -206,3 +211,38 @@ def same_case_column(
     if g_empty.all():
         return tv
     return gv.where(~g_empty, tv) if g_empty.any() else gv
+
+
+def frame_of(load: Future[pd.DataFrame]) -> Callable[[], pd.DataFrame | None]:
+    """The frame of a load under way, once loaded; None where it failed (whoever waits for it says why)."""
+
+    def frame() -> pd.DataFrame | None:
+        try:
+            return load.result()
+        except Exception:  # raised again where compare_files takes the result
+            return None
+
+    return frame
+
+
+def reps_started(load: Future[pd.DataFrame], labels: bool = True) -> tuple[Any, Any]:
+    """rep_column of a frame under way, its rep times and (``labels``: the other file may label its reps too)
+    its processes, each parse started once it is loaded; None where it failed to load (the load's error is
+    raised where compare_files takes it) or holds none."""
+    frame = frame_of(load)()
+    names = ("rep_times_us", "rep_procs") if labels else ("rep_times_us",)
+    found = [rep_column(frame, name) if frame is not None else None for name in names]
+    started = [c.start() if c is not None else None for c in found]
+    return started[0], started[1] if labels else None
+
+
+def names_column(path: str | os.PathLike[str], name: str) -> bool:
+    """Whether a results file's header may name ``name`` (True where it cannot be read: its load says why)."""
+    from harness.results.fastread import header
+
+    try:
+        with open(path, "rb") as fh:
+            names = header(fh.read(65536))
+    except OSError:
+        return True
+    return names is None or name in (n.strip() for n in names)

@@ -23,7 +23,7 @@ def overlap_note(golden_reps: list[float] | None, tot_reps: list[float] | None, 
     """A note when a flagged case's rep times overlap (the slower side's fastest rep is faster than the other
     side's slowest): the verdict stands, as the rule says, but it may be noise, e.g. a kernel whose speed
     depends on the process (placement) more than the rule's 0.5 % + 0.5 µs. The reps as reps.Cells.lists reads
-    them (None: a cell that is not a list of numbers)."""
+    them (None: a cell that is not a list of good times)."""
     g, t = golden_reps or [], tot_reps or []
     if len(g) < 2 or len(t) < 2:
         return ""

@@ -48,9 +48,9 @@ _FLAGS = (_CODE["regression"], _CODE["improvement"])
 @dataclass(frozen=True)
 class Side:
     """One stack's reps of each row, flat: ``values`` (µs), ``rows`` (the row each belongs to), ``procs`` (its
-    process); rows without labelled reps hold none. ``unlabelled``: where some row is labelled, the rows whose
-    rep times are there but not labelled with their processes (a ``rep_procs`` cell empty, unreadable or of
-    another length): their flags cannot be confirmed."""
+    process); rows without labelled reps hold none. ``unlabelled``: in a side some of whose ``rep_procs`` cells
+    are filled, the rows whose rep times read but are not labelled with their processes (a ``rep_procs`` cell
+    empty, unreadable or of another length): their flags cannot be confirmed."""
 
     values: np.ndarray
     rows: np.ndarray
@@ -72,8 +72,10 @@ class Side:
         by = procs if isinstance(procs, reps.Labels) else reps.Labels(reps.text_array(procs))
         pf, pp, pn, pv = by.parsed()
         column_procs = (pn, pv)
-        if rows is not None and len(rows) == len(filled) and _in_order(rows):
+        if rows is not None and len(rows) == len(filled) and reps.in_order(rows):
             rows = None  # every cell, in order (golden and TOT of one suite): no cell taken
+        if len(filled) == 0:  # no cell at all: every row without reps
+            return cls(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), 0 if rows is None else len(rows))
         n = len(filled) if rows is None else len(rows)
         at = None if rows is None else np.asarray(rows, dtype=np.int64)
         there = np.ones(n, bool) if at is None else at >= 0
@@ -88,8 +90,7 @@ class Side:
         at = np.arange(n) if at is None else at
         if len(odd):
             values, owner, labels = _with_odd(values, owner, labels, odd, column, by, at)
-        unlabelled = there & filled & bool(by.parsed()[0].any())  # a side labelling none: judged by its reps
-        unlabelled[owner] = False
+        unlabelled = _unlabelled_rows(there & filled & bool(by.parsed()[0].any()), plain, owner, column, at)
         return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
                    labels.astype(np.int64, copy=False), n, unlabelled)  # fmt: skip
 
@@ -97,7 +98,7 @@ class Side:
     def by_process(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row, process, mean rep time) of each process of each row, row after row, each row's processes in
         order: made once for every question (a process's reps are all of one pass)."""
-        first, inverse = _groups(self.rows * (int(self.procs.max(initial=0)) + 1) + self.procs)
+        first, inverse = _groups(_key(self.rows, self.procs))
         sums = np.bincount(inverse, weights=self.values, minlength=len(first))
         return self.rows[first], self.procs[first], sums / np.bincount(inverse, minlength=len(first))
 
@@ -118,8 +119,19 @@ class Side:
         return self.processes(which)[2]
 
 
-def _in_order(rows: np.ndarray) -> bool:
-    return len(rows) == 0 or (rows[0] == 0 and bool((np.diff(rows) == 1).all()))
+def _unlabelled_rows(
+    candidates: np.ndarray, plain: np.ndarray, owner: np.ndarray, column: Any, at: np.ndarray
+) -> np.ndarray:
+    """The rows of ``candidates`` (rep times there, in a side some of whose rows name processes) whose reps are
+    readable (plain, or an odd cell the one rule reads) but got no labels (``owner``: the rows that did)."""
+    from harness.verdict import reps
+
+    out = candidates.copy()
+    out[owner] = False
+    odd = np.flatnonzero(out & ~plain)
+    if len(odd):
+        out[odd] = [reps.odd_values(c) is not None for c in reps.texts_at(column.arr, at[odd])]
+    return out
 
 
 def _plain_reps(
@@ -166,6 +178,15 @@ def _pair(times: Any, procs: Any) -> tuple[list[float], list[int]] | None:
     if t is None or p is None or len(t) != len(p):
         return None
     return t, p
+
+
+def _key(rows: np.ndarray, procs: np.ndarray) -> np.ndarray:
+    """One int64 per (row, process), in their order: the processes as they are where the product fits (a run's
+    are under 100), else their ranks (a hand-edited 18-digit process would wrap round)."""
+    if len(procs) and int(procs.max()) + 1 > (2**62) // (int(rows.max(initial=0)) + 1):
+        _, procs = np.unique(procs, return_inverse=True)
+        procs = procs.reshape(-1)
+    return rows * (int(procs.max(initial=0)) + 1) + procs
 
 
 def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

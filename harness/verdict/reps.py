@@ -253,12 +253,10 @@ def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray,
 def cells_of(texts: Any) -> Cells | None:
     """``texts`` as :class:`Cells` where it is Arrow text or Cells already; None for anything else (an array of
     Python strings: :func:`text_array` makes it Arrow's)."""
+    import pyarrow as pa
+
     if isinstance(texts, Cells):
         return texts
-    try:
-        import pyarrow as pa
-    except ImportError:
-        return None
     return Column(texts).at(None) if isinstance(texts, (pa.Array, pa.ChunkedArray)) else None
 
 
@@ -328,8 +326,8 @@ def _moments(values: np.ndarray, rows: np.ndarray, count: np.ndarray) -> tuple[n
 
 def overlapping(g: Cells, t: Cells, regression: np.ndarray) -> np.ndarray:
     """Rows of golden's and TOT's rep times of the same flagged cases for which notes.overlap_note may write a
-    note: both plain with 2+ reps whose ranges overlap, or either odd (overlap_note reads those itself). False
-    only where overlap_note would say nothing."""
+    note: both plain with 2+ reps whose ranges overlap, or either odd (Cells.lists reads those by the one rule).
+    False only where overlap_note would say nothing."""
     gf, gp, gn, gmin, gmax = g.parsed((0, 1, 2, 5, 6))
     tf, tp, tn, tmin, tmax = t.parsed((0, 1, 2, 5, 6))
     both = gp & tp & (gn >= 2) & (tn >= 2)
@@ -369,8 +367,24 @@ def text_array(cells: Any) -> Any:
         return cells
     if isinstance(cells, Cells):
         raise TypeError("Cells hold their column: take it from them")
-    values = cells.tolist() if hasattr(cells, "tolist") else list(cells)
-    return pa.array([c if isinstance(c, str) else None for c in values], type=pa.large_string())
+    values = [c if isinstance(c, str) else None for c in (cells.tolist() if hasattr(cells, "tolist") else cells)]
+    try:
+        return pa.array(values, type=pa.large_string())
+    except UnicodeEncodeError:  # a lone surrogate: no list of numbers, read as one that holds none
+        return pa.array([c if c is None or _encodes(c) else "\ufffd" for c in values], type=pa.large_string())
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def in_order(rows: np.ndarray) -> bool:
+    """Whether ``rows`` takes every cell, in order (row i is cell i)."""
+    return len(rows) == 0 or (rows[0] == 0 and bool((np.diff(rows) == 1).all()))
 
 
 def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

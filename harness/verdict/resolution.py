@@ -97,7 +97,7 @@ def _labelled(
     m: pd.DataFrame, g: np.ndarray, t: np.ndarray, code: np.ndarray, rule: Rule, ev: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """``ev`` with confirm.judge's figures where both rows label their reps by process (the rest keep theirs)."""
-    from harness.verdict.confirm import Side, judge
+    from harness.verdict.confirm import Side, judge, overlay
 
     def cells(name: str) -> list[str]:
         return m[name].fillna("").astype(str).tolist()
@@ -105,10 +105,9 @@ def _labelled(
     sides = [Side.parse(cells(f"rep_times_us_{k}"), cells(f"rep_procs_{k}")) for k in ("g", "t")]
     lab = judge(m["kernel"].astype(str).to_numpy(dtype=object), sides[0], sides[1], g, t, code, rule)
     rows = lab["labelled"]
-    return {
-        name: np.where(rows, lab[name], ev[name])
-        for name in ("delta_lo_pct", "delta_hi_pct", "noise_pct", "confidence")
-    }
+    out = {name: np.where(rows, lab[name], ev[name]) for name in ("delta_lo_pct", "delta_hi_pct", "noise_pct")}
+    out["confidence"] = overlay(ev["confidence"], lab, np.zeros(len(rows), dtype=bool))  # compare's, less the clock
+    return out
 
 
 def summarize(

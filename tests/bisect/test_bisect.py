@@ -299,3 +299,10 @@ def test_other_code_than_the_comparisons_is_named_or_refused(tmp_path, cmp_csv):
     by_verdict.cmp.golden_env["kernel_content"] = {k: "0" * 64 for k in now["kernel_content"]}
     with pytest.raises(HarnessError, match=r"differ in kernels' source files .*pass --tot ENV to measure TOT"):
         same_identity(by_verdict, now, "the code here", said.append)
+
+
+def test_a_rows_reps_are_read_by_the_one_rule():
+    from harness.bisect.bisect import _reps
+
+    assert _reps("[1.0, 2.0]") == (1.0, 2.0)
+    assert _reps("[1.0, 0, 2.0]") == _reps("[true, 2.5]") == _reps("[1e999, 2]") == _reps("5") == _reps(None) == ()

@@ -230,3 +230,24 @@ def test_an_aa_that_makes_a_labelled_verdict_ambiguous_says_so(tmp_path):
     row = cmp.table.set_index("case_id").loc["c0"]
     assert row["confidence"] == "ambiguous" and "(A/A)" in row["note"]
     assert cmp.process_noise["kernels"]["k"]["ambiguous"] >= 1
+
+
+def test_a_row_whose_rep_times_do_not_read_is_not_blamed_on_its_processes(tmp_path):
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    _write(g, {"real": reps((0, 100.0), (1, 100.1), (AGAIN, 100.0)), "b": reps((0, 50.0), (1, 50.0), (AGAIN, 50.0))})
+    _write(t, {"real": reps((0, 110.0), (1, 110.1), (AGAIN, 110.0)), "b": reps((0, 50.0), (1, 50.0), (AGAIN, 50.0))})
+    df = pd.read_csv(t, dtype=str, keep_default_na=False)
+    df.loc[df["case_id"] == "real", "rep_times_us"] = "[110.0, 110.0, 110.1, 110.1, 110.0, 110.0"  # cut short
+    df.to_csv(t, index=False)
+    row = compare_files(g, t).table.set_index("case_id").loc["real"]
+    assert row["confidence"] == "unknown" and "rep_procs" not in row["note"]
+
+
+def test_sides_of_unusual_cells_read_without_a_crash():
+    from harness.verdict.confidence import rep_stats
+
+    assert Side.parse([], [], rows=np.array([-1, -1])).n == 2  # an empty column, rows taking nothing
+    assert rep_stats(np.array(["[1.5]", "[2\ud800]"], dtype=object))[0].tolist() == [1, 0]  # a lone surrogate
+    huge = Side.parse(["[1.0,2.0,3.0]"] * 12, ["[999999999999999999,0,0]"] * 12)  # an 18-digit process
+    grow, means, row_mean = huge.processes()
+    assert grow.tolist() == [r for r in range(12) for _ in range(2)] and means[:2].tolist() == [2.5, 1.0]
