@@ -41,7 +41,7 @@ Filter = Annotated[str | None, typer.Option("--filter", help="regex over 'kernel
 Reps = Annotated[int, typer.Option(min=1, help="first reps per case (the stability rule may add 2)")]
 Launches = Annotated[
     int | None,
-    typer.Option(min=1, help="timed launches per rep (default: ~40 ms worth, 10..100; 3 for wallclock)"),
+    typer.Option(min=1, help="timed launches per rep (default: ~40 ms worth, 30..100; 3 for wallclock)"),
 ]
 Timeout = Annotated[float, typer.Option(help="seconds (> 0) a case may take to answer before it is a timeout")]
 Timing = Annotated[str | None, typer.Option(help="override the spec's timing backend")]
