@@ -22,6 +22,7 @@ from harness.compare.notes import (
     overlap_note,
     remeasured_under,
     same_triton,
+    swapped,
 )
 from harness.errors import HarnessError, counted
 from harness.results.fastread import blank
@@ -468,7 +469,7 @@ def compare_files(
         record = aa_record(aa, noise, table, process["sigma"], process["by_process"])
         table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
-    warnings += [w for w in (same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
+    warnings += [w for w in (swapped(genv, tenv), same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
     labels = all("rep_procs" in df.columns and J.holds_text(df["rep_procs"]) for df in (gdf, tdf))
     if not labels and is_verdict(table["verdict"], ("regression", "improvement")).any():
         warnings.append(UNCONFIRMED)

@@ -120,6 +120,15 @@ def other_gpu(golden_env: dict, tot_env: dict) -> str:
     return ""
 
 
+def swapped(golden_env: dict, tot_env: dict) -> str:
+    """A warning when the file given as golden was measured by an env named TOT and the other by one named
+    golden (the arguments in the wrong order: every regression would read as an improvement)."""
+    g, t = (str(e.get("env_name") or "").lower() for e in (golden_env, tot_env))
+    if (g, t) != ("tot", "golden"):
+        return ""
+    return "the GOLDEN file was measured by the env 'tot' and the TOT file by 'golden': are the two swapped?"
+
+
 def same_triton(golden_env: dict, tot_env: dict) -> str:
     """A warning when golden and TOT ran one and the same Triton (same version at the same path): the
     comparison measures a stack against itself, so a gate on it passes every regression."""

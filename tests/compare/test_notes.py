@@ -60,3 +60,11 @@ def test_clock_note_only_when_the_clock_moved_with_the_time():
     assert clock_note(1980.0, 1960.0, 8.0) == "", "a 1 % clock change does not explain 8 %"
     assert clock_note(1941.0, 1980.0, 2.0) == "", "TOT ran faster clocks yet slower: not the clock"
     assert clock_note(float("nan"), 1980.0, 2.0) == "" and clock_note(1980.0, 1941.0, float("nan")) == ""
+
+
+def test_golden_and_tot_given_the_wrong_way_round_are_named():
+    from harness.compare.notes import swapped
+
+    assert "swapped" in swapped({"env_name": "tot"}, {"env_name": "golden"})
+    assert swapped({"env_name": "golden"}, {"env_name": "tot"}) == swapped({}, {"env_name": "golden"}) == ""
+    assert swapped({"env_name": "golden"}, {"env_name": "golden-aa"}) == ""  # an A/A
