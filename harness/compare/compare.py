@@ -470,7 +470,7 @@ def compare_files(
         table = noted(table, process["sigma"], process["by_process"])
     rows = gpu_rows(gdf, tdf)
     warnings += [w for w in (swapped(genv, tenv), same_triton(genv, tenv), rows) if w] + method_differences(genv, tenv)
-    labels = all("rep_procs" in df.columns and J.holds_text(df["rep_procs"]) for df in (gdf, tdf))
+    labels = J.holds(gdf, "rep_procs") and J.holds(tdf, "rep_procs")
     if not labels and is_verdict(table["verdict"], ("regression", "improvement")).any():
         warnings.append(UNCONFIRMED)
     warnings += [w for w in (remeasured_under(genv, tenv, rule),) if w] + aa_warnings

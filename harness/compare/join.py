@@ -103,7 +103,7 @@ class Joined:
 def rep_column(df: pd.DataFrame, name: str = "rep_times_us") -> Any:
     """reps.Column of a results frame's rep times (parsed once, for the interval and the notes), or reps.Labels
     of its rep processes (``name`` 'rep_procs'); None where no cell holds any."""
-    if name not in df.columns or not holds_text(df[name]):
+    if not holds(df, name):
         return None
     from harness.verdict.reps import Column, Labels
 
@@ -150,6 +150,11 @@ def arrow_column(col: pd.Series) -> Any:
     to_arrow = getattr(col.array, "__arrow_array__", None)
     arr = to_arrow() if to_arrow is not None else pa.array(col.astype(object).where(col.notna(), None).tolist())
     return arr if pa.types.is_large_string(arr.type) else arr.cast(pa.large_string())
+
+
+def holds(df: pd.DataFrame, name: str) -> bool:
+    """Whether the frame has the text column ``name`` and some cell of it holds a character."""
+    return name in df.columns and holds_text(df[name])
 
 
 def holds_text(col: pd.Series) -> bool:

@@ -71,7 +71,7 @@ class Side:
         filled, plain, count = column.parsed()[:3]
         by = procs if isinstance(procs, reps.Labels) else reps.Labels(reps.text_array(procs))
         pf, pp, pn, pv = by.parsed()
-        column_procs = (pn, pv)
+        column_procs, names_any = (pn, pv), bool(pf.any())  # the column's, before rows are taken
         if rows is not None and len(rows) == len(filled) and reps.in_order(rows):
             rows = None  # every cell, in order (golden and TOT of one suite): no cell taken
         if len(filled) == 0:  # no cell at all: every row without reps
@@ -90,7 +90,7 @@ class Side:
         at = np.arange(n) if at is None else at
         if len(odd):
             values, owner, labels = _with_odd(values, owner, labels, odd, column, by, at)
-        unlabelled = _unlabelled_rows(there & filled & bool(by.parsed()[0].any()), plain, owner, column, at)
+        unlabelled = _unlabelled_rows(there & filled & names_any, plain, owner, column, at)
         return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
                    labels.astype(np.int64, copy=False), n, unlabelled)  # fmt: skip
 

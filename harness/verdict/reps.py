@@ -185,8 +185,7 @@ class Cells:
         rows = which if self.rows is None else self.rows[which]
         count, values = self.column.flat()
         plain = self.column.parsed()[1][rows]
-        starts = np.zeros(len(count), dtype=np.int64)
-        np.cumsum(count[:-1], out=starts[1:])
+        starts = starts_of(count)
         odd = iter(texts_at(self.column.arr, rows[~plain]))
         return [
             values[starts[r] : starts[r] + count[r]].tolist() if p else odd_values(next(odd))
@@ -224,30 +223,47 @@ def parse_plain(arr: Any, filled: np.ndarray | None = None) -> tuple[np.ndarray,
     not given), which are plain (module docstring), each plain cell's number of values (0 elsewhere) and their
     values, flat, in order."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    n = len(arr)
-    if filled is None:
-        filled = pc.fill_null(pc.greater(pc.binary_length(arr), 0), False).to_numpy(zero_copy_only=False)
-    plain = pc.fill_null(pc.match_substring_regex(arr, PLAIN), False).to_numpy(zero_copy_only=False)
-    count = np.zeros(n, dtype=np.int64)
-    if not plain.any():
-        return filled, plain, count, np.zeros(0)
-    lists = pc.split_pattern(arr.filter(pa.array(plain)), ",")  # "[1.5", " 2.5]": trimmed as one
-    try:
-        values = pc.cast(pc.utf8_trim(pc.list_flatten(lists), "[] "), pa.float64()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:  # not expected of a plain cell; if ever: every cell odd, read by the Python code
-        return filled, np.zeros(n, dtype=bool), count, np.zeros(0)
-    per = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    bad_value = ~((values > 0) & (values < 1e100))  # zero, an underflow, 1e999: the Python readers decide
+    filled, plain, per, values = _plain_lists(arr, PLAIN, pa.float64(), filled)
+    bad_value = ~((values > 0) & (values < 1e100))  # zero, an underflow, 1e999: the one rule decides
     if bad_value.any():
         bad_cell = np.bincount(np.repeat(np.arange(len(per)), per)[bad_value], minlength=len(per)) > 0
         values = values[~np.repeat(bad_cell, per)]
         rows = np.flatnonzero(plain)
         plain[rows[bad_cell]] = False
         per = per[~bad_cell]
+    count = np.zeros(len(arr), dtype=np.int64)
     count[plain] = per
     return filled, plain, count, values
+
+
+def _plain_lists(
+    arr: Any, pattern: str, kind: Any, filled: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(filled, plain, per, values): which cells hold text (where not given), which match ``pattern``, the number
+    of values in each of those, and their values cast to ``kind`` by Arrow, flat, in order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if filled is None:
+        filled = pc.fill_null(pc.greater(pc.binary_length(arr), 0), False).to_numpy(zero_copy_only=False)
+    plain = pc.fill_null(pc.match_substring_regex(arr, pattern), False).to_numpy(zero_copy_only=False)
+    none = np.zeros(0, dtype=kind.to_pandas_dtype())
+    if not plain.any():
+        return filled, plain, np.zeros(0, dtype=np.int64), none
+    lists = pc.split_pattern(arr.filter(pa.array(plain)), ",")  # "[1.5", " 2.5]": trimmed as one
+    try:
+        values = pc.cast(pc.utf8_trim(pc.list_flatten(lists), "[] "), kind).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # not expected of a plain cell; if ever: every cell odd, read by the one rule
+        return filled, np.zeros(len(arr), dtype=bool), np.zeros(0, dtype=np.int64), none
+    return filled, plain, pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64), values
+
+
+def starts_of(count: np.ndarray) -> np.ndarray:
+    """Where each cell's values begin in the flat values of cells of ``count`` values each."""
+    starts = np.zeros(len(count), dtype=np.int64)
+    np.cumsum(count[:-1], out=starts[1:])
+    return starts
 
 
 def cells_of(texts: Any) -> Cells | None:
@@ -278,8 +294,7 @@ def figures(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...]:
     numbers: cells of k <= 8 reps, k columns of one value a cell; cells of more reps by _moments itself."""
     n = len(count)
     mean, sd, lo, hi = (np.full(n, np.nan) for _ in range(4))
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(count[:-1], out=starts[1:])
+    starts = starts_of(count)
     other = count > _FEW
     for k in np.flatnonzero(np.bincount(count[~other], minlength=1)[1:]) + 1:
         rows = np.flatnonzero((count == k) & ~other)
@@ -392,19 +407,12 @@ def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     are plain (PLAIN_INTS), each plain cell's number of values (0 elsewhere) and their values (int64), flat, in
     order. Every other filled cell is odd: its reader decides what it holds (confirm._pair)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     parts = []
     for batch in _batches(arr):
-        filled = pc.fill_null(pc.greater(pc.binary_length(batch), 0), False).to_numpy(zero_copy_only=False)
-        plain = pc.fill_null(pc.match_substring_regex(batch, PLAIN_INTS), False).to_numpy(zero_copy_only=False)
+        filled, plain, per, values = _plain_lists(batch, PLAIN_INTS, pa.int64())
         count = np.zeros(len(batch), dtype=np.int64)
-        values = np.zeros(0, dtype=np.int64)
-        if plain.any():
-            lists = pc.split_pattern(batch.filter(pa.array(plain)), ",")
-            flat = pc.utf8_trim(pc.list_flatten(lists), "[] ")
-            values = pc.cast(flat, pa.int64()).to_numpy(zero_copy_only=False)
-            count[plain] = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+        count[plain] = per
         parts.append((filled, plain, count, values))
     if not parts:
         return np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -413,8 +421,7 @@ def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def gather(count: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The values of the cells at ``rows`` (each one's ``count`` of the flat ``values``), cell after cell."""
-    starts = np.zeros(len(count), dtype=np.int64)
-    np.cumsum(count[:-1], out=starts[1:])
+    starts = starts_of(count)
     k = count[rows]
     total = int(k.sum())
     if total == 0:
