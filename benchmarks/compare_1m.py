@@ -131,10 +131,13 @@ import harness.cli.compare, harness.compare.compare as C, harness.compare.store 
 import harness.results.load as L
 from harness.verdict.rule import Rule
 import pandas, pyarrow, pyarrow.csv
-try:
-    import harness.results.fastread as F
+try:  # the Arrow reader: fastread.py until 2026-12-01, arrowframe.py since
+    import harness.results.arrowframe as F
 except ImportError:
-    F = None
+    try:
+        import harness.results.fastread as F
+    except ImportError:
+        F = None
 got = {"imports": [cpu() - c0, time.perf_counter() - w0]}
 try:  # what the command sets up, where it does (harness.process from 2026-12-01, cli/compare.py before)
     import harness.process as P

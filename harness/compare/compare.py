@@ -25,7 +25,7 @@ from harness.compare.notes import (
     swapped,
 )
 from harness.errors import HarnessError, counted
-from harness.results.fastread import blank
+from harness.results.arrowframe import blank
 from harness.results.gpu import rows_on_other_gpus
 from harness.results.load import load_results
 from harness.results.schema import STATUSES, TIMED_STATUSES

@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results.fastread import blank
-from harness.results.load import case_key, params_of
+from harness.results.arrowframe import blank
+from harness.results.load import params_of
 from harness.results.schema import STATUSES
+from harness.results.unique import case_key
 
 
 def col(
@@ -243,7 +244,7 @@ def reps_started(load: Future[pd.DataFrame], labels: bool = True) -> tuple[Any, 
 
 def names_column(path: str | os.PathLike[str], name: str) -> bool:
     """Whether a results file's header may name ``name`` (True where it cannot be read: its load says why)."""
-    from harness.results.fastread import header
+    from harness.results.arrowframe import header
 
     try:
         with open(path, "rb") as fh:

@@ -1,6 +1,6 @@
-"""Arrow's CSV reader as fastread uses it on big results files, and the same read started early: `harness compare`
+"""Arrow's CSV reader as the loader uses it on big results files, and the same read started early: `harness compare`
 starts both files' reads before it imports pandas and the compare stage, so Arrow's threads parse while the
-interpreter imports; fastread takes the table when the loader gets there, and checks it as it would any other.
+interpreter imports; arrowframe takes the table when the loader gets there, and checks.py checks it as any other.
 Needs pyarrow only (no pandas, no numpy of its own)."""
 
 from __future__ import annotations

@@ -215,7 +215,8 @@ def test_holds_text_reads_arrow_offsets_as_the_strings_would():
     import pyarrow as pa
 
     from harness.compare.join import holds_text as _holds_text
-    from harness.results.fastread import _text, blank
+    from harness.results.arrowframe import blank
+    from harness.results.arrowframe import text as _text
 
     def arrow(*chunks: pa.Array) -> pd.Series:
         return pd.Series(_text(pa.chunked_array(chunks, type=pa.large_string())))

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from harness.errors import HarnessError
-from harness.results import arrowcsv, fastread, load
+from harness.results import arrowcsv, arrowframe, load
 from harness.results.schema import COLUMNS
 
 V2 = ",".join(COLUMNS) + "\n"
@@ -21,8 +21,8 @@ def rows(*times: str) -> str:
 @pytest.fixture
 def by_path(monkeypatch):
     """Small files read as big ones are: by Arrow, from their path."""
-    if not fastread.arrow_strings():
-        pytest.skip("fastread needs pandas 3's Arrow strings")
+    if not arrowframe.arrow_strings():
+        pytest.skip("Arrow's reader needs pandas 3's Arrow strings")
     monkeypatch.setattr(load, "ARROW_CHARS", 0)
     monkeypatch.setattr(arrowcsv, "PATH_BYTES", 0)
 

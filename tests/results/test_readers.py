@@ -1,6 +1,7 @@
-"""fastread, the Arrow-only reading of big results files, can only say yes: every file it accepts, the pandas path
-accepts as the same frame, and every file the pandas path refuses, it gives back (None) for that path to explain.
-Here both read small files, with pandas' pyarrow engine forced (as it reads big files) so both see the same cells."""
+"""One loader, two readers: Arrow reads big files (arrowframe.py), pandas' C reader small ones and whatever Arrow
+declines, and checks.py holds every frame to the contract whichever made it. Here both read the same small files:
+each file gives the same frame, or the same one-line message, by either; Arrow declines only a file it cannot make
+pandas' frame of (a header pandas would rename, a type the contract has no use for, a malformed file)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import HarnessError
-from harness.results import fastread, load
+from harness.results import arrowframe, checks, load, unique
 from harness.results.schema import COLUMNS
 from tests.conftest import HEADER
 
@@ -22,21 +23,32 @@ def v2_row(kernel="k", case="a", params='"{""M"": 16}"', world="1", status="ok",
     return f"{kernel},{case},{params},bf16,{world},{status},{time}{rest}\n"
 
 
+DECLINED = "declined"
+
+
 @pytest.fixture(params=["path", "bytes"])
 def both(request, tmp_path, monkeypatch):
-    """both(text) -> (fastread's frame or None, the pandas path's frame or its one-line message), pandas' pyarrow
-    engine forced. fastread is given the file's path (as for a big file) or its bytes (a file of 1-4 MB)."""
+    """both(text) -> (Arrow's outcome, the C reader's), each the checked frame or its one-line message; Arrow's is
+    DECLINED where it leaves the file to the C reader. Arrow is given the file's path (as for a big file) or its
+    bytes (a file of 1-4 MB)."""
+    if not arrowframe.arrow_strings():
+        pytest.skip("Arrow's reader needs pandas 3's Arrow strings")
 
-    def run(text: str | bytes) -> tuple[pd.DataFrame | None, pd.DataFrame | str]:
+    def outcome(read):
+        try:
+            return read()
+        except HarnessError as err:
+            return str(err)
+
+    def run(text: str | bytes) -> tuple[pd.DataFrame | str, pd.DataFrame | str]:
         raw = text.encode() if isinstance(text, str) else text
         p = tmp_path / "r.csv"
         p.write_bytes(raw)
         monkeypatch.setattr(load, "ARROW_CHARS", 0 if request.param == "path" else len(raw) // 2)
-        fast = load._read_clean(p)
-        try:
-            slow = load.parse_results(load._decode(raw, p), p, raw)
-        except HarnessError as err:
-            return fast, str(err)
+        frame = load._read_by_arrow(p)
+        lines = load._LazyLines(lambda: load._read_text(p), 0 if frame is None else len(frame))
+        fast = DECLINED if frame is None else outcome(lambda: checks.check(frame, p, lines))
+        slow = outcome(lambda: load.parse_results(load._read_text(p), p))
         return fast, slow
 
     return run
@@ -44,7 +56,7 @@ def both(request, tmp_path, monkeypatch):
 
 def same(text: str | bytes, both) -> pd.DataFrame:
     fast, slow = both(text)
-    assert fast is not None, "fastread gave up on a clean file"
+    assert isinstance(fast, pd.DataFrame), fast
     assert isinstance(slow, pd.DataFrame), slow
     pd.testing.assert_frame_equal(fast, slow, check_exact=True)
     assert fast.attrs == slow.attrs
@@ -52,7 +64,7 @@ def same(text: str | bytes, both) -> pd.DataFrame:
 
 
 def test_whitespace_is_what_python_strips():
-    assert set(fastread.WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
+    assert set(checks.WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
 
 
 GOOD = {
@@ -117,31 +129,63 @@ BAD = {
 }
 
 
+#: files one reader or the other declines to read (a header pandas would rename, a malformed file, a type the
+#: contract has no use for, bytes that are not UTF-8): the C reader reads them, and names the fault
+DECLINED_BY_ARROW = {
+    "duplicate_header",
+    "header_spaces",
+    "missing_column",
+    "ragged",
+    "not_utf8",
+    "bool_column",
+    "nul_byte",
+    "not_utf8_in_a_text_column",
+    "not_utf8_in_an_extra_column",
+    "not_utf8_in_the_header",
+    "header_only",
+}
+
+
+#: of those, the files the loader accepts once tidied (names and cells stripped), or as they are (a column the
+#: contract does not know)
+ACCEPTED = {"header_spaces", "tab_case", "python_only_space", "unicode_space", "bool_column"}
+
+
 @pytest.mark.parametrize("name", BAD)
-def test_what_it_does_not_accept_goes_to_the_pandas_path(name, both):
+def test_a_bad_file_gets_the_same_message_from_either_reader(name, both):
     fast, slow = both(BAD[name])
-    assert fast is None
+    if name in DECLINED_BY_ARROW:
+        assert fast == DECLINED
+    elif name in ACCEPTED:
+        pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    else:
+        assert fast == slow
+    if name in ACCEPTED:
+        assert isinstance(slow, pd.DataFrame)
+    else:
+        assert isinstance(slow, str) and slow.startswith(f"{load.Path(slow.split(':')[0])}: ")
 
 
-#: clean files with something fastread leaves to pandas (text to strip or to lower, words in a number column)
-LEFT_TO_PANDAS = {
+#: clean files whose cells the checks tidy (text to strip or to lower, words in a number column)
+TIDIED = {
     "garbage_time_on_failed_row": V2 + v2_row(status="timeout", time="n/a") + v2_row(case="b"),
     "upper_status": V2 + v2_row(status="OK"),
     "padded_kernel": V2 + v2_row(kernel=" k"),
     "params_padded": V2 + v2_row(params='" {}"'),
+    "padded_time": V2 + v2_row(time=" 2"),
 }
 
 
-@pytest.mark.parametrize("name", LEFT_TO_PANDAS)
-def test_clean_files_it_leaves_to_pandas(name, both):
-    fast, slow = both(LEFT_TO_PANDAS[name])
-    assert fast is None and isinstance(slow, pd.DataFrame)
+@pytest.mark.parametrize("name", TIDIED)
+def test_clean_files_the_checks_tidy_read_the_same(name, both):
+    df = same(TIDIED[name], both)
+    assert df["kernel"].iloc[0] == "k" and df["status"].iloc[0] in ("ok", "timeout") and df["case_id"].iloc[0] == "a"
 
 
 @pytest.mark.parametrize("arrow", [True, False], ids=["pandas3", "pandas2"])
 def test_blank_is_empty_text(monkeypatch, arrow):
-    monkeypatch.setattr(fastread, "arrow_strings", lambda: arrow)
-    col = fastread.blank(3)
+    monkeypatch.setattr(arrowframe, "arrow_strings", lambda: arrow)
+    col = arrowframe.blank(3)
     assert col.tolist() == ["", "", ""] and col.index.tolist() == [0, 1, 2]
 
 
@@ -164,9 +208,9 @@ def test_load_results_reads_a_big_file_fast_and_the_same(tmp_path, monkeypatch, 
     p = tmp_path / "big.csv"
     p.write_text(V2 + rows)
     assert p.stat().st_size > arrow_chars
-    slow = load.parse_results(p.read_text(), p, p.read_bytes())
+    slow = load.parse_results(p.read_text(), p)
     calls = []
-    monkeypatch.setattr(load, "parse_results", lambda *a: calls.append(a))
+    monkeypatch.setattr(load, "parse_results", lambda *a, **k: calls.append(a))
     df = load.load_results(p)
     assert not calls and df.attrs["env"] == {}
     pd.testing.assert_frame_equal(df, slow, check_exact=True)
@@ -195,8 +239,8 @@ def test_a_big_file_that_cannot_be_read_is_one_line(tmp_path, monkeypatch, arrow
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(pathlib.Path, "read_bytes", refuse)
-    monkeypatch.setattr(fastread, "open", refuse, raising=False)  # fastread's own look at the header
-    monkeypatch.setattr(fastread, "_table", refuse)  # never reached: Arrow would be refused the same
+    monkeypatch.setattr(arrowframe, "open", refuse, raising=False)  # arrowframe's own look at the header
+    monkeypatch.setattr(arrowframe, "_table", refuse)  # never reached: Arrow would be refused the same
     with pytest.raises(HarnessError, match=r"big.csv: cannot read: Permission denied"):
         load.load_results(p)
 
@@ -210,8 +254,8 @@ def test_a_file_of_anothers_unique_cases_skips_the_hashing_and_nothing_else(tmp_
     tot.write_text(V2 + "".join(rows).replace(",5.5,", ",6.5,"))
     dup.write_text(V2 + "".join(rows[:-1] + [rows[3]]))  # the same length and kernels, one case twice
     g = load.load_results(golden)
-    hashed, distinct = [], fastread._distinct
-    monkeypatch.setattr(fastread, "_distinct", lambda *a: hashed.append(a) or distinct(*a))
+    hashed, distinct = [], unique.distinct
+    monkeypatch.setattr(unique, "distinct", lambda *a: hashed.append(a) or distinct(*a))
     t = load.load_results(tot, unique_keys=lambda: g)
     assert not hashed  # golden's cases, golden's order: unique without a look
     pd.testing.assert_frame_equal(t, load.load_results(tot), check_exact=True)
@@ -256,11 +300,12 @@ def files(draw) -> str:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files())
-def test_fuzz_fastread_only_accepts_what_pandas_accepts_alike(both, text):
+def test_fuzz_either_reader_gives_the_same_frame_or_message(both, text):
     fast, slow = both(text)
+    assert not isinstance(fast, str) or fast != DECLINED  # a runner's columns, UTF-8: Arrow reads every such file
     if isinstance(slow, str):
-        assert fast is None, f"fastread accepted a file the loader refuses: {slow}"
-    elif fast is not None:
+        assert fast == slow
+    else:
         pd.testing.assert_frame_equal(fast, slow, check_exact=True)
 
 
@@ -286,4 +331,4 @@ def test_distinct_is_arrows_count_of_unique_values(values):
 
     many = pa.array(values + [f"c{i}" for i in range(1000)], pa.large_string())
     for arr in (pa.array(values, pa.large_string()), many):
-        assert fastread._distinct(arr) == (len(pc.unique(arr)) == len(arr))
+        assert unique.distinct(arr) == (len(pc.unique(arr)) == len(arr))
