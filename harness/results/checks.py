@@ -130,7 +130,7 @@ def stripped(col: pd.Series) -> pd.Series:
 
 def _same_cells(col: pd.Series, arr: Any) -> bool:
     """``col`` is already the text ``arr`` holds: Arrow's, with no missing cell."""
-    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow" and not col.hasnans
+    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow" and _missing(col) == 0
 
 
 def _mask(arr: Any) -> np.ndarray:
@@ -160,11 +160,21 @@ def _check_text(df: pd.DataFrame, path: Path, lines: Any) -> None:
 
 def _filled(col: pd.Series) -> pd.Series:
     """A text column with "" for each missing cell: the column of no cell shared by all that have none."""
-    if not col.hasnans:
+    missing = _missing(col)
+    if missing == 0:
         return col
-    if col.isna().all() and arrow_strings():
+    if missing == len(col) and arrow_strings():
         return blank(len(col)).set_axis(col.index)
     return col.fillna("")
+
+
+def _missing(col: pd.Series) -> int:
+    """How many cells of a text column are missing (Arrow's count where it holds the text)."""
+    import pyarrow as pa
+
+    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+        return pa.array(col.array).null_count
+    return int(col.isna().sum())
 
 
 def timed_rows(df: pd.DataFrame) -> np.ndarray:
@@ -191,10 +201,10 @@ def _check_v2(df: pd.DataFrame, path: Path, lines: Any) -> None:
     import pyarrow.compute as pc
 
     if "params" in df.columns:
-        p = pc.utf8_trim(arrow(df["params"]), characters=WHITESPACE)
-        braced = pc.and_(pc.starts_with(p, "{"), pc.ends_with(p, "}"))
-        bad = ~_mask(pc.or_(pc.equal(pc.binary_length(p), 0), braced))
-        first_bad(path, lines, bad, "is not a JSON object of parameters:", df["params"], "params")
+        p = arrow(df["params"])
+        if not _objects(p).all():  # a runner's cells are braced as they are: only others are stripped first
+            bad = ~_objects(pc.utf8_trim(p, characters=WHITESPACE))
+            first_bad(path, lines, bad, "is not a JSON object of parameters:", df["params"], "params")
     if "world_size" in df.columns:
         ws = numeric(path, lines, df["world_size"], "world_size", what="is not a positive integer:")
         known = ~np.isnan(ws)
@@ -205,6 +215,14 @@ def _check_v2(df: pd.DataFrame, path: Path, lines: Any) -> None:
         what = f"is more GPUs than any world size (at most {MAX_WORLD_SIZE:,}):"
         first_bad(path, lines, huge, what, df["world_size"], "world_size")
         df["world_size"] = pd.array(np.where(known, ws, 1).astype(np.int64), dtype="Int64")
+
+
+def _objects(params: Any) -> np.ndarray:
+    """Which ``params`` cells are empty or braced as a JSON object is."""
+    import pyarrow.compute as pc
+
+    braced = pc.and_(pc.starts_with(params, "{"), pc.ends_with(params, "}"))
+    return _mask(pc.or_(pc.equal(pc.binary_length(params), 0), braced))
 
 
 def _check_unique(
