@@ -96,12 +96,20 @@ def imports_kept() -> Iterator[None]:
         gc.enable()
 
 
-def no_blas_threads() -> None:
-    """OpenBLAS starts no thread of its own: `harness compare` multiplies no matrices, and the idle thread OpenBLAS
-    starts with numpy spins for ~0.07 CPU-seconds after the import, while Arrow reads the files on both cores. Left
-    as set where the environment sets it, or once numpy is imported (too late)."""
+def quiet_numpy() -> None:
+    """numpy set up for a command that makes and drops many arrays of a million rows, before it is imported (too
+    late after; a setting the environment already has is left as it is):
+
+    - OpenBLAS starts no thread of its own: `harness compare` multiplies no matrices, and the idle thread OpenBLAS
+      starts with numpy spins for ~0.07 CPU-seconds after the import, while Arrow reads the files on both cores;
+    - no transparent huge pages for numpy's big arrays (NUMPY_MADVISE_HUGEPAGE=0): where the kernel defragments
+      memory for the pages an application asks for (``defrag`` "madvise", the common default), each new array
+      waited on the kernel's compaction. On the shared 2-core machine a comparison of two million-row labelled
+      files took 10.4-11.5 s with them and 7.0-7.9 s without, its system time 6.7-7.1 s against 3.1-3.5 s
+      (benchmarks/README.md)."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 
 def arrow_allocator() -> None:

@@ -194,3 +194,18 @@ def test_compare_pauses_the_collector_only_for_the_process_first_imports():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_compare_sets_numpy_up_before_importing_it():
+    """No huge pages for numpy's arrays and no OpenBLAS thread (harness.process.quiet_numpy), unless the
+    environment says otherwise: set before numpy is imported, when it still reads them."""
+    code = (
+        "import os, sys; from harness import process; process.quiet_numpy(); import numpy; "
+        "print(numpy._core.multiarray._get_madvise_hugepage(), os.environ['OPENBLAS_NUM_THREADS'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert run.stdout.split() == ["False", "1"], run.stderr
+    env["NUMPY_MADVISE_HUGEPAGE"] = "1"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert run.stdout.split() == ["True", "1"], run.stderr

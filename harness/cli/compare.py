@@ -85,7 +85,7 @@ def compare(
 ) -> None:
     """Compare GOLDEN and TOT results: ignore golden < 4 µs; regression iff tot > 1.005 × golden + 0.5 µs.
     Exit 2 when nothing could be compared (no case timed under both stacks)."""
-    process.no_blas_threads()  # before numpy is imported (rule_of)
+    process.quiet_numpy()  # before numpy is imported (rule_of)
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.compare.paths import meta_path
