@@ -318,8 +318,10 @@ def _notes(
     if labelled is not None:
         from harness.verdict.confirm import note, unlabelled_note
 
-        for i in np.flatnonzero(labelled["unconfirmed"]):
-            add(int(i), note(VERDICTS[vcode[i]], float(labelled["first_pct"][i]), float(labelled["again_pct"][i])))
+        rows = np.flatnonzero(labelled["unconfirmed"])  # as Python numbers at once: no numpy scalar a note
+        for i, v, first, again in zip(rows.tolist(), vcode[rows].tolist(), labelled["first_pct"][rows].tolist(),
+                                      labelled["again_pct"][rows].tolist(), strict=True):  # fmt: skip
+            add(i, note(VERDICTS[v], first, again))
         for i in np.flatnonzero(labelled["unlabelled"]):
             add(int(i), unlabelled_note(VERDICTS[vcode[i]]))
     if len(flagged):
@@ -327,8 +329,9 @@ def _notes(
     cats = ["", *sorted(set(note_of.values()))]
     pos = {c: k for k, c in enumerate(cats)}
     codes = np.zeros(len(j.gi), dtype=np.int32)
-    for i, text in note_of.items():
-        codes[i] = pos[text]
+    codes[np.fromiter(note_of, np.int64, len(note_of))] = np.fromiter(
+        map(pos.__getitem__, note_of.values()), np.int32, len(note_of)
+    )
     return pd.Categorical.from_codes(codes, categories=cats)
 
 
