@@ -83,7 +83,7 @@ def _read_frame(text: str, path: Path, ncols: int) -> pd.DataFrame:
         # such a row through, truncated: one load at a time holds it
         with _PARSER_WARNINGS, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            return pd.read_csv(io.StringIO(text), index_col=False, **kw)
+            return pd.read_csv(io.StringIO(text), index_col=False, low_memory=False, **kw)  # one type a column
     except pd.errors.EmptyDataError:
         raise HarnessError(f"{path}: file is empty, expected a CSV header and rows") from None
     except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
