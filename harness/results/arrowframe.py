@@ -143,7 +143,7 @@ def _column(name: str, col: Any, shared: dict[str, pd.Series]) -> Any:
         return shared["nan"]
     if _is_text(col):
         return text(col)
-    return col.to_numpy() if col.null_count == 0 else floats(col)
+    return col.to_numpy() if col.null_count == 0 else _floats(col)
 
 
 def blank(n: int) -> pd.Series:
@@ -168,7 +168,7 @@ def text(col: Any) -> pd.api.extensions.ExtensionArray:
     return pd.StringDtype("pyarrow", na_value=np.nan).__from_arrow__(col)
 
 
-def floats(col: Any) -> np.ndarray:
+def _floats(col: Any) -> np.ndarray:
     import pyarrow as pa
 
     if col.type == pa.null():

@@ -98,12 +98,17 @@ def arrow(col: pd.Series) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+    if _in_arrow(col):
         arr = pa.array(col.array)
         if arr.type != pa.large_string():
             arr = arr.cast(pa.large_string())
         return pc.fill_null(arr, "") if arr.null_count else arr
     return pa.array(col.astype(object).where(col.notna(), "").astype(str).to_numpy(dtype=object), pa.large_string())
+
+
+def _in_arrow(col: pd.Series) -> bool:
+    """A text column whose cells Arrow holds (pandas 3's text)."""
+    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow"
 
 
 def series(arr: Any, like: pd.Series) -> pd.Series:
@@ -130,7 +135,7 @@ def stripped(col: pd.Series) -> pd.Series:
 
 def _same_cells(col: pd.Series, arr: Any) -> bool:
     """``col`` is already the text ``arr`` holds: Arrow's, with no missing cell."""
-    return isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow" and _missing(col) == 0
+    return _in_arrow(col) and _missing(col) == 0
 
 
 def _mask(arr: Any) -> np.ndarray:
@@ -172,12 +177,12 @@ def _missing(col: pd.Series) -> int:
     """How many cells of a text column are missing (Arrow's count where it holds the text)."""
     import pyarrow as pa
 
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+    if _in_arrow(col):
         return pa.array(col.array).null_count
     return int(col.isna().sum())
 
 
-def timed_rows(df: pd.DataFrame) -> np.ndarray:
+def _timed_rows(df: pd.DataFrame) -> np.ndarray:
     """The rows whose status carries a time (checked statuses: lower case)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -186,7 +191,7 @@ def timed_rows(df: pd.DataFrame) -> np.ndarray:
 
 
 def _check_time(df: pd.DataFrame, path: Path, lines: Any) -> None:
-    timed = timed_rows(df)
+    timed = _timed_rows(df)
     time = numeric(path, lines, df["time_us"], "time_us", rows=timed, what="time is not a number:")
     missing = "time is missing or NaN on a row whose status is ok"
     first_bad(path, lines, timed & np.isnan(time), missing, column="time_us")
