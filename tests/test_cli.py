@@ -201,7 +201,8 @@ def test_compare_sets_numpy_up_before_importing_it():
     environment says otherwise: set before numpy is imported, when it still reads them."""
     code = (
         "import os, sys; from harness import process; process.quiet_numpy(); import numpy; "
-        "print(numpy._core.multiarray._get_madvise_hugepage(), os.environ['OPENBLAS_NUM_THREADS'])"
+        "core = getattr(numpy, '_core', None) or numpy.core; "  # numpy 2, numpy 1
+        "print(core.multiarray._get_madvise_hugepage(), os.environ['OPENBLAS_NUM_THREADS'])"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
