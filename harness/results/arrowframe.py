@@ -32,8 +32,8 @@ def arrow_strings() -> bool:
 
 def header(raw: bytes) -> list[str] | None:
     """The header row's cells, as pandas names the columns (stripped later, as load.py does); None where the
-    first line is not UTF-8 or does not end within ``raw``'s first 64 KiB, or a NUL byte makes the file look
-    binary (load.py refuses it)."""
+    first line is not UTF-8, does not end within ``raw``'s first 64 KiB or not in a newline, or a NUL byte makes
+    the file look binary (load.py refuses it)."""
     if b"\x00" in raw[:4096]:
         return None
     end = raw.find(b"\n", 0, 65536)
@@ -43,7 +43,10 @@ def header(raw: bytes) -> list[str] | None:
         line = raw[: end if end >= 0 else len(raw)].decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         return None
-    return next(csv.reader([line]), [])
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:  # a bare carriage return: the C reader says so
+        return None
 
 
 def utf8(raw: bytes) -> bool:
@@ -94,7 +97,7 @@ def read(source: bytes | Path, min_chars: int = 0) -> pd.DataFrame | None:
     if table is None or table.num_rows == 0 or table.column_names != names:
         return None
     cols = dict(zip(names, table.columns, strict=True))
-    if not _types_ok(cols):
+    if not _types_ok(cols) or _nan_spelt(cols) or _open_quote_at_end(source):
         return None
     shared = {"": blank(table.num_rows), "nan": pd.Series(np.full(table.num_rows, np.nan), copy=False)}
     out = {name: _column(name, col, shared) for name, col in cols.items()}
@@ -118,6 +121,36 @@ def _types_ok(cols: dict[str, Any]) -> bool:
 
     numeric = (pa.null(), pa.int64(), pa.float64())
     return all(name in TEXT_COLUMNS or col.type in numeric or _is_text(col) for name, col in cols.items())
+
+
+def _nan_spelt(cols: dict[str, Any]) -> bool:
+    """Some number is a NaN not spelt as a missing value ("+nan", "nan(1)"): Arrow's reader takes those for NaN,
+    pandas' for text, which the checks refuse. The C reader reads the file, so that both refuse it alike."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return any(col.type == pa.float64() and pc.any(pc.is_nan(col)).as_py() for col in cols.values())
+
+
+def _open_quote_at_end(source: bytes | Path) -> bool:
+    """The last line holds an odd number of quotes: perhaps a quoted cell never closed, which Arrow's reader ends
+    at the end of the file where pandas' refuses the file (or the end of a quoted cell that spans lines, or a quote
+    in an unquoted cell: the C reader tells them apart). A last line of over 64 KiB counts as one too."""
+    if isinstance(source, Path):
+        try:
+            with open(source, "rb") as fh:
+                size = fh.seek(0, 2)
+                fh.seek(max(0, size - 65536))
+                tail = fh.read()
+        except OSError:
+            return True
+    else:
+        tail = source[-65536:]
+    body = tail.rstrip(b"\r\n")
+    end = body.rfind(b"\n")
+    if end < 0 and len(tail) == 65536:
+        return True
+    return body[end + 1 :].count(b'"') % 2 == 1
 
 
 def _is_text(col: Any) -> bool:

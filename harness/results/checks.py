@@ -28,6 +28,10 @@ WHITESPACE = (
 )
 
 
+#: a missing text cell: empty, or a word both readers read as missing (a kernel named "nan" is one)
+EMPTY = f"is empty (or {'/'.join(NA_VALUES[1:])}: read as missing)"
+
+
 def check(
     df: pd.DataFrame, path: Path, lines: Any, unique_keys: Callable[[], pd.DataFrame | None] | None = None
 ) -> pd.DataFrame:
@@ -70,10 +74,19 @@ def first_bad(
     shown = ""
     if values is not None:
         v = values.iloc[idx]
-        shown = f" {v!r}" if isinstance(v, str) else f" {v}"
+        shown = f" {v!r}" if isinstance(v, str) else f" {_number(v)}"
     col = f" column '{column}'" if column else ""
     tail = f" (and {more} more rows)" if more else ""
     raise HarnessError(f"{path}: line {lines[idx]}:{col} {what}{shown}{tail}")
+
+
+def _number(v: Any) -> str:
+    """A number as a message shows it, whichever reader parsed it (0 read as an integer by one, 0.0 by the other)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return str(v)
+    return str(int(f)) if f.is_integer() and abs(f) < 2**53 else repr(f)
 
 
 def numeric(
@@ -81,7 +94,7 @@ def numeric(
 ) -> np.ndarray:
     """A column as float64. The reader already did the work unless some cell is not a number (then ``rows``: the
     rows whose cells must be numbers, None: all)."""
-    if pd.api.types.is_numeric_dtype(col.dtype):
+    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):  # True is no time
         return col.to_numpy(dtype=np.float64, na_value=np.nan)
     raw = stripped(col)
     na = raw.str.lower().isin(NA_VALUES).to_numpy()
@@ -149,7 +162,7 @@ def _check_text(df: pd.DataFrame, path: Path, lines: Any) -> None:
     for col in ("kernel", "case_id", "status"):
         df[col] = stripped(df[col])
         empty = _mask(pc.equal(pc.binary_length(arrow(df[col])), 0))
-        first_bad(path, lines, empty, "is empty", column=col)
+        first_bad(path, lines, empty, EMPTY, column=col)
     status = arrow(df["status"])
     known = pc.is_in(status, value_set=pa.array(STATUSES))
     if not pc.all(known).as_py():  # "OK" is "ok"

@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +52,39 @@ def _read_text(path: Path) -> str:
     return _decode(_read_bytes(path), path)
 
 
+def _rows(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(first file line, cells) of each CSV row after the header, as pandas' C reader reads them: lines of nothing
+    but spaces and tabs skipped, before the header too; a bare carriage return ends a line, as it does there."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start, header = 1, False
+    for row in reader:
+        if row and not (len(row) == 1 and row[0] and not row[0].strip(" \t")):
+            if header:
+                yield start, row
+            header = True
+        start = reader.line_num + 1
+
+
 def _line_numbers(text: str, nrows: int) -> np.ndarray:
-    """1-based file line of each data row (differs from index+2 only when quoted fields hold newlines)."""
-    if '"' in text and text.rstrip("\r\n").count("\n") > nrows:
-        reader = csv.reader(io.StringIO(text))
-        next(reader, None)
-        starts, prev = [], reader.line_num
-        for _ in reader:
-            starts.append(prev + 1)
-            prev = reader.line_num
+    """1-based file line of each data row (differs from index+2 where quoted fields hold newlines, or where blank
+    lines are skipped)."""
+    if text.rstrip("\r\n").count("\n") > nrows:
+        starts = [start for start, _ in _rows(text)]
         if len(starts) == nrows:
             return np.asarray(starts, dtype=np.int64)
     return np.arange(2, nrows + 2, dtype=np.int64)
+
+
+def _ragged_line(text: str, ncols: int) -> str:
+    """'line N: K cells but the header has M; ' of the first row whose cell count differs from the header's, or
+    ''. pandas' reader fills a short row's missing cells in silently (a cell lost, and the next cells moved into
+    the wrong columns): this pass is how a short row is found. A last row the file does not end is left to
+    integrity.check, which says it was cut."""
+    rows = _rows(text)
+    for start, row in rows:
+        if len(row) != ncols and (text.endswith("\n") or next(rows, None) is not None):
+            return f"line {start}: {len(row)} cell{'s' * (len(row) != 1)} but the header has {ncols}; "
+    return ""
 
 
 NA_VALUES = arrowcsv.NA_VALUES
@@ -92,18 +113,6 @@ def _read_frame(text: str, path: Path, ncols: int) -> pd.DataFrame:
         ) from None
 
 
-def _ragged_line(text: str, ncols: int) -> str:
-    """'line N: ' of the first row whose cell count differs from the header's (error path only)."""
-    reader = csv.reader(io.StringIO(text))
-    next(reader, None)
-    start = reader.line_num + 1
-    for row in reader:
-        if row and len(row) != ncols:
-            return f"line {start}: {len(row)} cells but the header has {ncols}; "
-        start = reader.line_num + 1
-    return ""
-
-
 class _LazyLines:
     """Row → file line, computed only when an error needs it (scanning 150 MB for newlines costs ~0.3 s; a file
     Arrow read is only then decoded: ``text`` gives its text)."""
@@ -128,15 +137,55 @@ def parse_results(
 
 
 def _frame(text: str, path: Path) -> pd.DataFrame:
-    end = text.find("\n")
-    header = next(csv.reader(io.StringIO(text[: end if end >= 0 else len(text)])), [])  # not a copy of the rest
+    first = _header_line(text)
+    if "\r" in first.rstrip("\r"):
+        raise HarnessError(
+            f"{path}: line 1: its lines end in a bare carriage return (\\r), not \\n or \\r\\n: convert it (e.g. "
+            "`tr '\\r' '\\n'`)"
+        )
+    try:
+        header = next(csv.reader([first.rstrip("\r")]), [])
+    except csv.Error as err:
+        raise HarnessError(f"{path}: line 1: not a well-formed CSV header ({err})") from None
     names = [h.strip() for h in header]
     dupcols = sorted({c for c in names if names.count(c) > 1})
     if dupcols:
         raise HarnessError(f"{path}: line 1: column '{dupcols[0]}' appears more than once in the header")
     df = _read_frame(text, path, len(names))
+    ragged = _ragged_line(text, len(names))
+    if ragged:
+        raise HarnessError(f"{path}: {ragged}not a well-formed CSV file")
+    df = _words_as_written(df, text)
     df.columns = [str(c).strip() for c in df.columns]
     return df
+
+
+def _words_as_written(df: pd.DataFrame, text: str) -> pd.DataFrame:
+    """pandas reads a column of True/False words as booleans, which numpy counts as 1 and 0: the contract's number
+    columns of any such word are read again as text, so that the checks refuse the word as written."""
+    words = [c for c in df.columns if str(c).strip() in arrowframe.NUMBERS and _holds_bools(df[c])]
+    if words:
+        kw: dict[str, Any] = dict(dtype=str, keep_default_na=False, na_values=NA_VALUES, index_col=False)
+        as_text = pd.read_csv(io.StringIO(text), usecols=words, **kw)
+        df = df.assign(**{c: as_text[c].to_numpy() for c in words})
+    return df
+
+
+def _holds_bools(col: pd.Series) -> bool:
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return True
+    return col.dtype == object and bool(col.map(lambda v: isinstance(v, (bool, np.bool_))).any())
+
+
+def _header_line(text: str) -> str:
+    """The header's line (the first that is not blank, as pandas reads it), without a copy of the rest."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        line = text[start : end if end >= 0 else len(text)]
+        if end < 0 or line.strip(" \t\r"):
+            return line
+        start = end + 1
 
 
 def params_of(cell: Any) -> dict[str, Any]:

@@ -153,6 +153,36 @@ DECLINED_BY_ARROW = {
 ACCEPTED = {"header_spaces", "tab_case", "python_only_space", "unicode_space", "bool_column"}
 
 
+#: files a stranger wrote, each the C reader's message for it (Arrow declines every one but the blank line's)
+STRANGERS = {
+    "bare_carriage_returns": ((V2 + v2_row()).replace("\n", "\r"), "line 1: its lines end in a bare carriage return"),
+    "short_row": (V2 + v2_row(rest=REST[:-3]) + v2_row(case="b"), "line 2: 28 cells but the header has 31; not a"),
+    "short_row_last": (V2 + v2_row() + v2_row(case="b", rest=""), "line 3: 7 cells but the header has 31"),
+    "true_time": (V2 + v2_row(time="True") + v2_row(case="b", time="TRUE"), "time is not a number: 'True' (and 1"),
+    "true_world_size": (V2 + v2_row(world="TRUE"), "line 2: column 'world_size' is not a positive integer: 'TRUE'"),
+    "true_reps": (V2 + v2_row(rest=",,,True" + "," * (len(COLUMNS) - 10)), "column 'reps' is not a number: 'True'"),
+    "plus_nan_number": (V2 + v2_row(rest=REST[:10] + "+nan" + REST[10:]), "is not a number: '+nan'"),
+    "plus_nan_time": (V2 + v2_row(time="+nan"), "line 2: column 'time_us' time is not a number: '+nan'"),
+    "nan_paren_world_size": (V2 + v2_row(world="nan(1)"), "column 'world_size' is not a positive integer: 'nan(1)'"),
+    "quote_open_at_the_end": (V2 + v2_row() + v2_row(case="b", rest=REST[:-1] + '"oops'), "EOF inside string"),
+    "blank_line_then_bad": (V2 + v2_row() + "\n" + v2_row(case="b", status="bogus"), "line 4: column 'status'"),
+    "tabs_line_then_bad": (V2 + " \t\n" + v2_row(status="bogus"), "line 3: column 'status' unknown status"),
+    "blank_before_header": ("\n" + V2 + v2_row(status="bogus"), "line 3: column 'status' unknown status"),
+    "world_size_plus_zero": (V2 + v2_row(world="+0"), "column 'world_size' is not a positive integer: 0"),
+    "kernel_nan": (V2 + v2_row(kernel="nan"), "line 2: column 'kernel' is empty (or nan/NaN/NAN/-nan: read as"),
+}
+#: of those, the files Arrow reads itself (and must refuse alike)
+READ_BY_ARROW = {"blank_line_then_bad", "world_size_plus_zero", "kernel_nan"}
+
+
+@pytest.mark.parametrize("name", STRANGERS)
+def test_a_strangers_mistake_is_refused_alike_naming_its_line(name, both):
+    text, message = STRANGERS[name]
+    fast, slow = both(text)
+    assert isinstance(slow, str) and message in slow, slow
+    assert fast == (slow if name in READ_BY_ARROW else DECLINED)
+
+
 @pytest.mark.parametrize("name", BAD)
 def test_a_bad_file_gets_the_same_message_from_either_reader(name, both):
     fast, slow = both(BAD[name])
