@@ -30,6 +30,11 @@ MISTAKES = {
     "params not JSON": (222_221, lambda r: r.replace(b",,bf16,", b",M=16,bf16,", 1)),
     "text in a number column": (99_999, lambda r: r.replace(b",3,", b",three,", 1)),
     "padded kernel (accepted)": (100_000, lambda r: b" " + r),
+    "short row": (299_998, lambda r: r.rsplit(b",", 5)[0]),
+    "+nan in a number column": (99_998, lambda r: r.replace(b",3,", b",+nan,", 1)),
+    "True in world_size": (654_322, lambda r: r.replace(b",bf16,,", b",bf16,True,", 1)),
+    "blank line, then a mistake": (599_999, lambda r: b"\n" + r.replace(b",ok,", b",passed,", 1)),
+    "a quote left open in the last row": (999_999, lambda r: r.rsplit(b",", 1)[0] + b',"128'),
 }
 #: the same, put into the TOT file: golden's cases, row for row, make TOT's unique without a check of their own
 #: (load_results' unique_keys), so these are TOT's cases other than golden's

@@ -87,6 +87,15 @@ def _ragged_line(text: str, ncols: int) -> str:
     return ""
 
 
+def _open_quote_line(text: str) -> str:
+    """'line N: a quote opened here is never closed; ' for the row whose quoted cell runs to the end of the file
+    (the last row Python's reader makes, which takes the rest of the file into that cell)."""
+    last = None
+    for start, _ in _rows(text):
+        last = start
+    return f"line {last}: a quote opened here is never closed; " if last is not None else ""
+
+
 NA_VALUES = arrowcsv.NA_VALUES
 #: files above this many characters are read by Arrow (arrowframe.py); pandas' C reader reads smaller ones, and any
 #: Arrow declines
@@ -108,9 +117,9 @@ def _read_frame(text: str, path: Path, ncols: int) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise HarnessError(f"{path}: file is empty, expected a CSV header and rows") from None
     except (pd.errors.ParserError, pd.errors.ParserWarning) as err:
-        raise HarnessError(
-            f"{path}: {_ragged_line(text, ncols)}not a well-formed CSV file ({str(err).strip().splitlines()[-1]})"
-        ) from None
+        said = str(err).strip().splitlines()[-1]
+        where = _open_quote_line(text) if "EOF inside string" in said else _ragged_line(text, ncols)
+        raise HarnessError(f"{path}: {where}not a well-formed CSV file ({said})") from None
 
 
 class _LazyLines:
