@@ -52,17 +52,22 @@ def _read_text(path: Path) -> str:
     return _decode(_read_bytes(path), path)
 
 
-def _rows(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(first file line, cells) of each CSV row after the header, as pandas' C reader reads them: lines of nothing
-    but spaces and tabs skipped, before the header too; a bare carriage return ends a line, as it does there."""
+def records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(first file line, cells) of each CSV row, the header first, as pandas' C reader reads them: lines of
+    nothing but spaces and tabs skipped; a bare carriage return ends a line, as it does there."""
     reader = csv.reader(io.StringIO(text, newline=""))
-    start, header = 1, False
+    start = 1
     for row in reader:
         if row and not (len(row) == 1 and row[0] and not row[0].strip(" \t")):
-            if header:
-                yield start, row
-            header = True
+            yield start, row
         start = reader.line_num + 1
+
+
+def _rows(text: str) -> Iterator[tuple[int, list[str]]]:
+    """:func:`records` after the header."""
+    rows = records(text)
+    next(rows, None)
+    yield from rows
 
 
 def _line_numbers(text: str, nrows: int) -> np.ndarray:

@@ -6,7 +6,6 @@ may be in two parts, and with the suite given none may be missing."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ from harness.fsutil import Output, atomic_write, guard_outputs, json_object
 from harness.inputs.suite import load_suite
 from harness.results import identity, integrity
 from harness.results.gpu import gpu_field
-from harness.results.load import load_results
+from harness.results.load import load_results, records
 from harness.results.schema import artifacts_dir, sidecar_path, written_sidecar
 from harness.run.sidecar import write_sidecar
 
@@ -94,9 +93,9 @@ def _check_identity(parts: list[Path], envs: list[dict[str, Any]]) -> None:
 
 
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
-    reader = csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig")))
-    header = next(reader)
-    return header, [row for row in reader if row]
+    """The header and rows as the loader reads them (blank lines skipped, as the checked frame skipped them)."""
+    found = [row for _, row in records(path.read_text(encoding="utf-8-sig"))]
+    return (found[0], found[1:]) if found else ([], [])
 
 
 def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> dict[str, int]:
@@ -122,6 +121,8 @@ def merge_results(parts: list[Path], out: Path, suite: Path | None = None) -> di
         if header is not None and h != header:
             raise HarnessError(f"{p}: line 1: columns differ from {parts[0]}'s (written by another harness version)")
         header = h
+        if "kernel" not in h or "case_id" not in h:  # an empty shard's header, which no loader checked
+            raise HarnessError(f"{p}: line 1: missing required column '{'kernel' if 'kernel' not in h else 'case_id'}'")
         ki, ci = h.index("kernel"), h.index("case_id")
         for r in rs:
             key = (r[ki], r[ci])

@@ -43,6 +43,18 @@ def test_parts_merge_with_their_gpus(tmp_path):
     assert meta["gpus"] == ["A", "B"] and [p["gpu"] for p in meta["parts"]] == ["A", "B"]
 
 
+def test_a_part_edited_with_a_blank_line_merges_into_a_file_that_loads(tmp_path):
+    a, b = part(tmp_path, "a", ["c1", "c2"], "A"), part(tmp_path, "b", ["c3"], "B")
+    lines = a.read_text().splitlines(keepends=True)
+    a.write_text("".join([lines[0], lines[1], " \t\r\n", lines[2]]))  # the loader skips it, as pandas does
+    meta = json.loads(sidecar_path(a).read_text())
+    meta.pop("integrity", None)
+    sidecar_path(a).write_text(json.dumps(meta))
+    out = tmp_path / "m.csv"
+    assert merge_results([a, b], out) == {"ok": 3}
+    assert list(load_results(out)["case_id"]) == ["c1", "c2", "c3"]
+
+
 @pytest.mark.parametrize(
     "change, fragment",
     [
