@@ -38,13 +38,19 @@ def _csv_points(text: str, label: str) -> list[dict[str, Any]]:
     import csv
     import io
 
-    rows = list(csv.reader(io.StringIO(text)))
-    rows = [r for r in rows if any(c.strip() for c in r)]
+    rows, reader, start = [], csv.reader(io.StringIO(text, newline="")), 1  # \r, \n or \r\n ends a line
+    try:
+        for row in reader:
+            if any(c.strip() for c in row):
+                rows.append((start, row))
+            start = reader.line_num + 1
+    except csv.Error as err:
+        raise HarnessError(f"{label}: line {reader.line_num}: not a well-formed CSV file ({err})") from None
     if not rows:
         raise HarnessError(f"{label}: empty: expected a header of parameter names, then one point a row")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     points = []
-    for n, row in enumerate(rows[1:], start=2):
+    for n, row in rows[1:]:
         if len(row) != len(header):
             raise HarnessError(f"{label}: line {n}: {len(row)} values for the header's {len(header)} names")
         cells = [c.strip() for c in row]

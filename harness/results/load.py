@@ -55,6 +55,8 @@ def _read_text(path: Path) -> str:
 def records(text: str) -> Iterator[tuple[int, list[str]]]:
     """(first file line, cells) of each CSV row, the header first, as pandas' C reader reads them: lines of
     nothing but spaces and tabs skipped; a bare carriage return ends a line, as it does there."""
+    if csv.field_size_limit() < len(text):  # a cell of over 128 KiB (an error's text) is a cell, not an error
+        csv.field_size_limit(len(text))
     reader = csv.reader(io.StringIO(text, newline=""))
     start = 1
     for row in reader:

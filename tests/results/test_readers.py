@@ -170,10 +170,11 @@ STRANGERS = {
     "tabs_line_then_bad": (V2 + " \t\n" + v2_row(status="bogus"), "line 3: column 'status' unknown status"),
     "blank_before_header": ("\n" + V2 + v2_row(status="bogus"), "line 3: column 'status' unknown status"),
     "world_size_plus_zero": (V2 + v2_row(world="+0"), "column 'world_size' is not a positive integer: 0"),
+    "long_cell_then_bad": (V2 + v2_row(rest=REST[:-1] + "E" * 200_000 + ",") + v2_row(case="b", status="x"), "line 3:"),
     "kernel_nan": (V2 + v2_row(kernel="nan"), "line 2: column 'kernel' is empty (or nan/NaN/NAN/-nan: read as"),
 }
 #: of those, the files Arrow reads itself (and must refuse alike)
-READ_BY_ARROW = {"blank_line_then_bad", "world_size_plus_zero", "kernel_nan"}
+READ_BY_ARROW = {"blank_line_then_bad", "world_size_plus_zero", "kernel_nan", "long_cell_then_bad"}
 
 
 @pytest.mark.parametrize("name", STRANGERS)

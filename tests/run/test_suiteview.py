@@ -49,6 +49,8 @@ def test_a_shapes_file_as_a_team_keeps_it(tmp_path, monkeypatch):
         ("missing.csv", None, "zip: missing.csv: no such file"),
         ("shapes.txt", "N,K\n1,2\n", "expected a .csv or .json file"),
         ("ragged.csv", "N,K\n512\n", "line 2: 1 values for the header's 2 names"),
+        ("blank_line.csv", "N,K\n512,1\n\n512\n", "line 4: 1 values"),  # the line in the file, blank lines counted
+        ("old_mac.csv", "N,K\r512,1\r512\r", "line 3: 1 values"),  # a bare CR ends a line (was a traceback)
         ("hole.csv", "N,K\n512,\n", "line 2: no value for 'K'"),
         ("typo.csv", "N,k\n512,128\n", "'k'"),  # K's misspelling: dropping it would run K's default
         ("bad.json", "[{", "not valid JSON"),
