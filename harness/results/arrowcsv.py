@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from harness.results.schema import TEXT_COLUMNS
+from harness.results.schema import NUMBERS, TEXT_COLUMNS
 
 NA_VALUES = ["", "nan", "NaN", "NAN", "-nan"]
 #: files the loader reads by path (load.py: over 4 x ARROW_CHARS bytes); smaller ones it reads from their bytes
@@ -27,9 +27,10 @@ def read_table(source: bytes | Path) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    opts = pacsv.ConvertOptions(
-        column_types={c: pa.large_string() for c in TEXT_COLUMNS}, null_values=NA_VALUES, strings_can_be_null=True
-    )
+    # the number columns as floats: Arrow reads "0x21" as 33 in a column it takes for integers, and refuses it in a
+    # column of floats, as pandas' reader does (the file then goes to pandas' reader, which names the cell)
+    types = {**{c: pa.large_string() for c in TEXT_COLUMNS}, **{c: pa.float64() for c in NUMBERS}}
+    opts = pacsv.ConvertOptions(column_types=types, null_values=NA_VALUES, strings_can_be_null=True)
     data = str(source) if isinstance(source, Path) else pa.BufferReader(source)
     try:
         return pacsv.read_csv(data, convert_options=opts)

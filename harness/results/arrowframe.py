@@ -15,11 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.results import arrowcsv
-from harness.results.schema import NUMBER_COLUMNS, REQUIRED, TEXT_COLUMNS
-from harness.results.v1 import SHAPE
-
-#: the columns whose cells must be numbers (where present)
-NUMBERS = (*NUMBER_COLUMNS, *SHAPE, "time_us", "world_size")
+from harness.results.schema import NUMBERS, REQUIRED, TEXT_COLUMNS
 
 
 def arrow_strings() -> bool:
@@ -172,7 +168,7 @@ def _column(name: str, col: Any, shared: dict[str, pd.Series]) -> Any:
         if name in ("kernel", "case_id"):  # later taken from row by row (joins, worst cases): one chunk, not ~170
             col = pa.chunked_array([col.combine_chunks()])
         return text(pc.fill_null(col, "") if col.null_count else col)
-    if col.type == pa.null():
+    if col.type == pa.null() or (col.null_count == len(col) and col.type == pa.float64()):
         return shared["nan"]
     if _is_text(col):
         return text(col)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.results import arrowcsv, arrowframe, checks, integrity
-from harness.results.schema import SCHEMA_VERSION, TEXT_COLUMNS, sidecar_path
+from harness.results.schema import NUMBERS, SCHEMA_VERSION, TEXT_COLUMNS, sidecar_path
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -179,7 +179,7 @@ def _frame(text: str, path: Path) -> pd.DataFrame:
 def _words_as_written(df: pd.DataFrame, text: str) -> pd.DataFrame:
     """pandas reads a column of True/False words as booleans, which numpy counts as 1 and 0: the contract's number
     columns of any such word are read again as text, so that the checks refuse the word as written."""
-    words = [c for c in df.columns if str(c).strip() in arrowframe.NUMBERS and _holds_bools(df[c])]
+    words = [c for c in df.columns if str(c).strip() in NUMBERS and _holds_bools(df[c])]
     if words:
         kw: dict[str, Any] = dict(dtype=str, keep_default_na=False, na_values=NA_VALUES, index_col=False)
         as_text = pd.read_csv(io.StringIO(text), usecols=words, **kw)

@@ -102,6 +102,10 @@ NUMBER_COLUMNS = (
     "sm_clock_mhz",
     "gpu_temp_c",
 )
+#: version 1's shape columns (v1.py): read as numbers too
+SHAPE_COLUMNS = ("B", "M", "N", "K")
+#: every column whose cells must be numbers (where present): both readers read them as numbers alone
+NUMBERS = (*NUMBER_COLUMNS, *SHAPE_COLUMNS, "time_us", "world_size")
 #: floats written with 6 significant digits (rates, ratios); every other float with 4 decimals (µs round-trip)
 SIGNIFICANT = ("spread_pct", "skew_pct", "tflops", "gbps", "rel_err", "flops", "bytes")
 

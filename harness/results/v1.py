@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SHAPE = ("B", "M", "N", "K")
+from harness.results.schema import SHAPE_COLUMNS
+
+SHAPE = SHAPE_COLUMNS
 #: the largest dimension a shape cell may hold: every integer up to it is exact in the float64 it is read as, and
 #: the int64 it is typed as (a larger one wrapped round to a negative size, or was silently another number)
 MAX_DIM = 2**53
