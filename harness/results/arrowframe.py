@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.results import arrowcsv
-from harness.results.schema import NUMBERS, REQUIRED, TEXT_COLUMNS
+from harness.results.schema import REQUIRED, TEXT_COLUMNS
 
 
 def arrow_strings() -> bool:
