@@ -18,6 +18,7 @@ row and measures that case again).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,13 @@ def check(path: str | os.PathLike[str], env: dict[str, Any], rows: int, side: st
             "`harness run --resume` measures that case again"
         )
     rec = env.get(KEY)
-    if not isinstance(rec, dict):
+    if rec is None:
         return
+    if not _whole(rec):
+        raise HarnessError(
+            f'{side}: {KEY} is {json.dumps(rec)[:60]}, expected {{"rows": N, "bytes": B}} in whole numbers; '
+            + VOUCH.format(side=Path(side).name)
+        )
     size = p.stat().st_size
     if rec.get("rows") != rows or rec.get("bytes") != size:
         raise HarnessError(
@@ -70,6 +76,13 @@ def check(path: str | os.PathLike[str], env: dict[str, Any], rows: int, side: st
             f"({rec.get('bytes')} bytes): cut short, appended to or edited after it was written; "
             + VOUCH.format(side=Path(side).name)
         )
+
+
+def _whole(rec: Any) -> bool:
+    """A record as :func:`record` writes it: rows and bytes, whole numbers (true is none)."""
+    if not isinstance(rec, dict):
+        return False
+    return all(isinstance(rec.get(k), int) and not isinstance(rec.get(k), bool) for k in ("rows", "bytes"))
 
 
 def _short_last_row(path: Path) -> bool:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.results import arrowcsv, arrowframe, checks, integrity
-from harness.results.schema import NUMBERS, SCHEMA_VERSION, TEXT_COLUMNS, sidecar_path
+from harness.results.schema import NUMBERS, SCHEMA_VERSION, SIDECAR_FIELDS, TEXT_COLUMNS, sidecar_path
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -249,19 +249,42 @@ def _read_by_arrow(path: Path) -> pd.DataFrame | None:
     return arrowframe.read(source, min_chars=ARROW_CHARS + 1)
 
 
+#: what each of SIDECAR_FIELDS' words means in JSON, and how a message says it
+_JSON = {
+    "object": (dict, "a JSON object"),
+    "list": (list, "a list"),
+    "text": (str, "text"),
+    "integer": (int, "a whole number"),
+}
+
+
+def _check_fields(env: dict[str, Any], side: Path) -> None:
+    """One line for the first field of SIDECAR_FIELDS that holds another JSON type (true is no number)."""
+    for field, kind in SIDECAR_FIELDS.items():
+        value = env.get(field)
+        want, said = _JSON[kind]
+        if value is not None and (not isinstance(value, want) or isinstance(value, bool)):
+            raise HarnessError(
+                f"{side}: {field} is {json.dumps(value)[:40]}, expected {said}: not as harness writes it"
+            )
+
+
 def load_env(results: str | os.PathLike[str]) -> dict[str, Any]:
     """The sidecar of a results file, or ``{}``; a sidecar that exists but is broken is an error."""
     side = sidecar_path(results)
     if not side.exists():
         return {}
     try:
-        env = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        env = json.loads(side.read_text(encoding="utf-8-sig"))  # a BOM, as an editor may write, as the CSV's
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # ValueError: JSON's, and an integer of 4,300 digits
         raise HarnessError(f"{side}: not valid JSON: {err}") from None
+    except RecursionError:
+        raise HarnessError(f"{side}: not valid JSON: nested too deep") from None
     if not isinstance(env, dict):
         raise HarnessError(f"{side}: expected a JSON object of run metadata")
+    _check_fields(env, side)
     version = env.get("schema_version", SCHEMA_VERSION)
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if version > SCHEMA_VERSION:
         raise HarnessError(
             f"{side}: schema_version {version} is newer than this harness understands "
             f"({SCHEMA_VERSION}); upgrade harness"

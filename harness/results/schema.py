@@ -110,6 +110,33 @@ NUMBERS = (*NUMBER_COLUMNS, *SHAPE_COLUMNS, "time_us", "world_size")
 SIGNIFICANT = ("spread_pct", "skew_pct", "tflops", "gbps", "rel_err", "flops", "bytes")
 
 
+#: the sidecar's fields harness reads, and the JSON each must be where it is not null (docs/results-format.md):
+#: "object", "list", "text" or "integer". A sidecar edited into another type is refused, not read as something else
+SIDECAR_FIELDS = {
+    "schema_version": "integer",
+    "env_name": "text",
+    "host": "text",
+    "timing": "text",
+    "suite": "text",
+    "suite_content": "text",
+    "artifacts_dir": "text",
+    "shard": "text",
+    "gpu": "object",
+    "triton": "object",
+    "torch": "object",
+    "python": "object",
+    "knobs": "object",
+    "kernels": "object",
+    "integrity": "object",
+    "remeasure": "object",
+    "run_options": "object",
+    "gpus": "list",
+    "parts": "list",
+    "visible_gpus": "list",
+    "launches_per_rep": "integer",
+}
+
+
 def sidecar_path(results: str | os.PathLike[str]) -> Path:
     """``results.csv`` → ``results.csv.env.json``."""
     p = Path(results)

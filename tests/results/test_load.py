@@ -172,6 +172,32 @@ def test_newer_schema_refused(write):
     assert "newer than this harness" in str(pytest.raises(HarnessError, load_results, p).value)
 
 
+@pytest.mark.parametrize(
+    ("sidecar", "message"),
+    [
+        ('{"gpus": 5}', "r.csv.env.json: gpus is 5, expected a list: not as harness writes it"),  # was a TypeError
+        ('{"schema_version": "3"}', 'schema_version is "3", expected a whole number'),  # was read as no version
+        ('{"schema_version": 2.5}', "schema_version is 2.5, expected a whole number"),
+        ('{"gpu": "H100"}', 'gpu is "H100", expected a JSON object'),
+        ('{"timing": true}', "timing is true, expected text"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON: nested too deep"),  # was a RecursionError
+        ('{"x": ' + "9" * 5000 + "}", "not valid JSON: Exceeds the limit"),  # was a ValueError
+        ('{"integrity": {"rows": "3", "bytes": 10}}', 'integrity is {"rows": "3", "bytes": 10}, expected {"rows"'),
+        ('{"integrity": "x"}', 'integrity is "x", expected a JSON object'),  # was skipped: the file not checked
+    ],
+)
+def test_a_sidecar_of_other_types_is_one_line(write, sidecar, message):
+    p = write("r.csv", GOOD)
+    write("r.csv.env.json", sidecar)
+    assert message in str(pytest.raises(HarnessError, load_results, p).value)
+
+
+def test_a_sidecar_an_editor_saved_with_a_bom_is_read(write):
+    p = write("r.csv", GOOD)
+    (p.parent / "r.csv.env.json").write_bytes(b'\xef\xbb\xbf{"schema_version": 2, "integrity": null}')
+    assert load_results(p).attrs["env"]["schema_version"] == 2
+
+
 def test_write_then_load_round_trip(tmp_path):
     rows = [
         {
