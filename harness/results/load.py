@@ -148,8 +148,15 @@ def parse_results(
 ) -> pd.DataFrame:
     """CSV text read by pandas' C reader and checked against the contract (checks.py): a typed frame, version 1
     files upgraded to version 2's columns. ``path`` is only for messages."""
+    return _parsed(text, path, unique_keys)[0]
+
+
+def _parsed(
+    text: str, path: Path, unique_keys: Callable[[], pd.DataFrame | None] | None
+) -> tuple[pd.DataFrame, _LazyLines]:
     df = _frame(text, path)
-    return checks.check(df, path, _LazyLines(text, len(df)), unique_keys)
+    lines = _LazyLines(text, len(df))
+    return checks.check(df, path, lines, unique_keys), lines
 
 
 def _frame(text: str, path: Path) -> pd.DataFrame:
@@ -225,12 +232,13 @@ def load_results(
     p = Path(path)
     df = _read_by_arrow(p)
     if df is not None:
-        df = checks.check(df, p, _LazyLines(lambda: _read_text(p), len(df)), unique_keys)
+        lines = _LazyLines(lambda: _read_text(p), len(df))
+        df = checks.check(df, p, lines, unique_keys)
     else:  # small, or declined by Arrow: the C reader reads it, and names the line of a malformed one
-        df = parse_results(_read_text(p), p, unique_keys=unique_keys)
+        df, lines = _parsed(_read_text(p), p, unique_keys)
     df.attrs["env"] = load_env(p)
     integrity.check(p, df.attrs["env"], len(df), sidecar_path(p))
-    integrity.rows_belong(p, df, df.attrs["env"], sidecar_path(p))
+    integrity.rows_belong(p, df, df.attrs["env"], sidecar_path(p), lines)
     return df
 
 

@@ -133,3 +133,6 @@ def test_a_row_timed_by_another_method_is_refused(tmp_path):
     (tmp_path / "g.csv").write_text(buf.getvalue())
     with pytest.raises(HarnessError, match=r"line 4: timed by wallclock, but its run timed by cupti"):
         load_results(tmp_path / "g.csv")
+    (tmp_path / "g.csv").write_text(buf.getvalue().replace("\n", "\n\n", 2))  # blank lines: the line is the file's
+    with pytest.raises(HarnessError, match=r"line 6: timed by wallclock, but its run timed by cupti"):
+        load_results(tmp_path / "g.csv")
