@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -444,6 +445,10 @@ def compare_files(
     rule = rule or Rule()
     from concurrent.futures import ThreadPoolExecutor
 
+    from harness.fsutil import same_file
+
+    if Path(golden).is_file() and Path(tot).is_file() and same_file(golden, tot):  # a typo in a CI gate: never a pass
+        raise HarnessError(f"GOLDEN and TOT are one file ({tot}): compare the files of two stacks' runs")
     if aa is not None:
         from harness.compare.aa import aa_record, aa_sigma, apart, check_aa_env, check_aa_gpus, check_aa_path, noted
 

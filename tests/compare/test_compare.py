@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import json
 from pathlib import Path
 
@@ -86,7 +88,10 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert code == 0, err
     assert "regression" in out and (tmp_path / "c.md").read_text().startswith(MARKER)
     assert cli(capsys, "compare", G, T, "--fail-on-regression")[0] == 1
-    assert cli(capsys, "compare", G, G, "--fail-on-regression")[0] == 0
+    shutil.copy(G, tmp_path / "g2.csv")
+    assert cli(capsys, "compare", G, tmp_path / "g2.csv", "--fail-on-regression")[0] == 0
+    code, _, err = cli(capsys, "compare", G, G, "--fail-on-regression")  # a typo in a CI gate is no pass
+    assert code == 2 and "GOLDEN and TOT are one file" in err
 
 
 @pytest.mark.parametrize(
