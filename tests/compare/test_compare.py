@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-
 import json
+import shutil
 from pathlib import Path
 
 import pytest
