@@ -171,7 +171,11 @@ def _frame(text: str, path: Path) -> pd.DataFrame:
     except csv.Error as err:
         raise HarnessError(f"{path}: line 1: not a well-formed CSV header ({err})") from None
     names = [h.strip() for h in header]
+    _spreadsheet_header(names, path)
     dupcols = sorted({c for c in names if names.count(c) > 1})
+    if dupcols == [""]:
+        raise HarnessError(f"{path}: line 1: {names.count('')} columns have no name (trailing commas, as a "
+                           "spreadsheet may add): remove them")  # fmt: skip
     if dupcols:
         raise HarnessError(f"{path}: line 1: column '{dupcols[0]}' appears more than once in the header")
     df = _read_frame(text, path, len(names))
@@ -181,6 +185,16 @@ def _frame(text: str, path: Path) -> pd.DataFrame:
     df = _words_as_written(df, text)
     df.columns = [str(c).strip() for c in df.columns]
     return df
+
+
+def _spreadsheet_header(names: list[str], path: Path) -> None:
+    """One line for a header as a spreadsheet's export may write it: another separator, or Excel's 'sep=' line."""
+    if names and names[0].lower().startswith("sep="):
+        raise HarnessError(f"{path}: line 1: a spreadsheet's 'sep=' line: remove it (the header comes first)")
+    seps = [sep for sep in (";", "\t", "|") if len(names) == 1 and sep in names[0]]
+    if seps:
+        raise HarnessError(f"{path}: line 1: the header is one cell split by {seps[0]!r}: a results file is "
+                           "comma-separated (a spreadsheet's export setting)")  # fmt: skip
 
 
 def _words_as_written(df: pd.DataFrame, text: str) -> pd.DataFrame:

@@ -175,6 +175,9 @@ STRANGERS = {
     "blank_before_header": ("\n" + V2 + v2_row(status="bogus"), "line 3: column 'status' unknown status"),
     "world_size_plus_zero": (V2 + v2_row(world="+0"), "column 'world_size' is not a positive integer: 0"),
     "long_cell_then_bad": (V2 + v2_row(rest=REST[:-1] + "E" * 200_000 + ",") + v2_row(case="b", status="x"), "line 3:"),
+    "semicolons": (V2.replace(",", ";") + v2_row().replace(",", ";"), "line 1: the header is one cell split by ';'"),
+    "excel_sep_line": ("sep=,\n" + V2 + v2_row(), "line 1: a spreadsheet's 'sep=' line: remove it"),
+    "trailing_commas": (V2.replace("\n", ",,\n") + v2_row().replace("\n", ",,\n"), "line 1: 2 columns have no name"),
     "kernel_nan": (V2 + v2_row(kernel="nan"), "line 2: column 'kernel' is empty (or nan/NaN/NAN/-nan: read as"),
 }
 #: of those, the files Arrow reads itself (and must refuse alike)
