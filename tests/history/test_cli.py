@@ -47,7 +47,7 @@ def test_a_bad_file_among_good_ones_stores_nothing(tmp_path, capsys):
     assert (
         rc == 2
         and out == ""
-        and err == f"harness: error: {bad}: line 2: column 'time_us' time must be positive, got -1.0\n"
+        and err == f"harness: error: {bad}: line 2: column 'time_us' time must be positive, got -1\n"
     )
     assert not db.exists()
 
