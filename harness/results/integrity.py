@@ -115,19 +115,18 @@ def repair_tail(path: str | os.PathLike[str]) -> bool:
 
 
 def rows_belong(
-    path: str | os.PathLike[str], df: Any, env: dict[str, Any], side: str | os.PathLike[str], lines: Any = None
+    path: str | os.PathLike[str], df: Any, env: dict[str, Any], side: str | os.PathLike[str], lines: Any
 ) -> None:
     """One line when a row cannot be one its sidecar's run measured: timed by another method than the run's (a
     row of another run appended or pasted in). A file without a sidecar, or a sidecar that names no method, is not
     checked. (The sidecar's ``kernels`` cannot vouch for the rows' kernels: a kernel module may time cases under
     another name, as the multi-GPU suite's torch_gemm_all_gather does.) ``lines``: each row's file line, as the
-    loader counted them (row + 2 where not given)."""
+    loader counted them."""
     timing = env.get("timing") if isinstance(env, dict) else None
     if isinstance(timing, str) and timing not in ("", "auto") and "timing" in df.columns and len(df):
         cells = df["timing"].astype(str)
         other = cells[(cells != timing) & (cells != "") & (cells != "nan") & (cells != "None")]
         if len(other):
-            row = int(other.index[0])
-            line = int(lines[row]) if lines is not None else row + 2  # the loader's: past blank lines, quoted ones
+            line = int(lines[int(other.index[0])])  # the loader's: past blank lines and quoted newlines
             raise HarnessError(f"{path}: line {line}: timed by {other.iloc[0]}, but its run timed by {timing} (its "
                                f"sidecar {Path(side).name}): a row of another run?")  # fmt: skip

@@ -82,16 +82,23 @@ def _line_numbers(text: str, nrows: int) -> np.ndarray:
     return np.arange(2, nrows + 2, dtype=np.int64)
 
 
-def _ragged_line(text: str, ncols: int) -> str:
-    """'line N: K cells but the header has M; ' of the first row whose cell count differs from the header's, or
-    ''. pandas' reader fills a short row's missing cells in silently (a cell lost, and the next cells moved into
-    the wrong columns): this pass is how a short row is found. A last row the file does not end is left to
-    integrity.check, which says it was cut."""
+def _counted(text: str, ncols: int) -> tuple[list[int], str]:
+    """(each row's first line, up to the first row whose cell count differs from the header's; 'line N: K cells but
+    the header has M; ' for that row, or ''). pandas' reader fills a short row's missing cells in silently (a cell
+    lost, and the next cells moved into the wrong columns): this pass is how a short row is found, and its lines
+    are the rows' lines. A last row the file does not end is left to integrity.check, which says it was cut."""
+    starts: list[int] = []
     rows = _rows(text)
     for start, row in rows:
         if len(row) != ncols and (text.endswith("\n") or next(rows, None) is not None):
-            return f"line {start}: {len(row)} cell{'s' * (len(row) != 1)} but the header has {ncols}; "
-    return ""
+            return starts, f"line {start}: {len(row)} cell{'s' * (len(row) != 1)} but the header has {ncols}; "
+        starts.append(start)
+    return starts, ""
+
+
+def _ragged_line(text: str, ncols: int) -> str:
+    """:func:`_counted`'s message alone."""
+    return _counted(text, ncols)[1]
 
 
 def _open_quote_line(text: str) -> str:
@@ -133,8 +140,10 @@ class _LazyLines:
     """Row → file line, computed only when an error needs it (scanning 150 MB for newlines costs ~0.3 s; a file
     Arrow read is only then decoded: ``text`` gives its text)."""
 
-    def __init__(self, text: str | Callable[[], str], nrows: int):
-        self._text, self._n, self._lines = text, nrows, None
+    def __init__(self, text: str | Callable[[], str], nrows: int, starts: list[int] | None = None):
+        self._text, self._n = text, nrows
+        # the C reader's path counted them already (_counted), where it counted as many rows as pandas read
+        self._lines = np.asarray(starts, dtype=np.int64) if starts is not None and len(starts) == nrows else None
 
     def __getitem__(self, idx):  # noqa: ANN001 - int or boolean mask, as numpy takes
         if self._lines is None:
@@ -154,12 +163,13 @@ def parse_results(
 def _parsed(
     text: str, path: Path, unique_keys: Callable[[], pd.DataFrame | None] | None
 ) -> tuple[pd.DataFrame, _LazyLines]:
-    df = _frame(text, path)
-    lines = _LazyLines(text, len(df))
+    df, starts = _frame(text, path)
+    lines = _LazyLines(text, len(df), starts)
     return checks.check(df, path, lines, unique_keys), lines
 
 
-def _frame(text: str, path: Path) -> pd.DataFrame:
+def _frame(text: str, path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """pandas' frame of the text, its columns named as stripped, and each row's first line."""
     first = _header_line(text)
     if "\r" in first.rstrip("\r"):
         raise HarnessError(
@@ -179,12 +189,12 @@ def _frame(text: str, path: Path) -> pd.DataFrame:
     if dupcols:
         raise HarnessError(f"{path}: line 1: column '{dupcols[0]}' appears more than once in the header")
     df = _read_frame(text, path, len(names))
-    ragged = _ragged_line(text, len(names))
+    starts, ragged = _counted(text, len(names))
     if ragged:
         raise HarnessError(f"{path}: {ragged}not a well-formed CSV file")
     df = _words_as_written(df, text)
     df.columns = [str(c).strip() for c in df.columns]
-    return df
+    return df, starts
 
 
 def _spreadsheet_header(names: list[str], path: Path) -> None:
