@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.verdict.listbytes import numbers_of
+
 _NUM = r"(?:0|[1-9][0-9]{0,19})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
 #: a plain cell (module docstring), but for the value check that follows the parse
 PLAIN = rf"^\[{_NUM}(?:, ?{_NUM})*\]$"
@@ -251,12 +253,12 @@ def _plain_lists(
     none = np.zeros(0, dtype=kind.to_pandas_dtype())
     if not plain.any():
         return filled, plain, np.zeros(0, dtype=np.int64), none
-    lists = pc.split_pattern(arr.filter(pa.array(plain)), ",")  # "[1.5", " 2.5]": trimmed as one
+    per, numbers = numbers_of(arr, plain)
     try:
-        values = pc.cast(pc.utf8_trim(pc.list_flatten(lists), "[] "), kind).to_numpy(zero_copy_only=False)
+        values = pc.cast(numbers, kind).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:  # not expected of a plain cell; if ever: every cell odd, read by the one rule
         return filled, np.zeros(len(arr), dtype=bool), np.zeros(0, dtype=np.int64), none
-    return filled, plain, pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64), values
+    return filled, plain, per, values
 
 
 def starts_of(count: np.ndarray) -> np.ndarray:

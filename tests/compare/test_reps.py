@@ -355,3 +355,17 @@ def test_an_odd_cell_reads_the_same_whatever_the_other_cells_hold(other):
              "[true,39.7]", "[39.7,Infinity]", "[1e400,39.7]", "[39.7, 39.8]"]  # fmt: skip
     n, mean, _ = rep_stats([*cells, other])
     assert n[:-1].tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 2] and mean[-2] == pytest.approx(39.75)
+
+
+def test_plain_numbers_read_alike_from_any_arrow_layout():
+    """The numbers are cut from the cells' bytes (reps._numbers): a slice of a longer array, a chunked one, 32-bit
+    offsets, nulls and odd cells that hold bytes between plain ones read as the same cells written alone."""
+    mixed = ["[1.5,2.25]", None, "n/a", "[3e2, 4]", "", "[12.5,12.51", "[0.001,7,8.5]", "[5]"]
+    want = [a.tolist() for a in parse_plain(pa.array(mixed, type=pa.large_string()))]
+    assert want[2] == [2, 0, 0, 2, 0, 0, 3, 1] and want[3] == [1.5, 2.25, 300.0, 4.0, 0.001, 7.0, 8.5, 5.0]
+    for cells in (mixed, [c for c in mixed if c not in ("n/a", "[12.5,12.51")]):  # odd bytes between, or none
+        want = [a.tolist() for a in parse_plain(pa.array(cells, type=pa.large_string()))]
+        padded = pa.array(["[9,9]", *cells, "[8]"], type=pa.large_string()).slice(1, len(cells))
+        halves = [pa.array(part, type=pa.large_string()) for part in (cells[:3], cells[3:])]
+        for arr in (pa.array(cells, type=pa.string()), padded, pa.chunked_array(halves)):
+            assert [a.tolist() for a in parse_plain(arr)] == want
