@@ -239,8 +239,7 @@ def _labelled_evidence(
         Side.parse(j.reps(side) or J.arrow_column(J.col(df, "rep_times_us", None)), j.labels(side), rows)
         for side, df, rows in (("golden", j.golden, j.gi), ("tot", j.tot, j.ti))
     ]
-    names = np.asarray(pd.Series(kernels).astype(str), dtype=object)
-    return judge(names, sides[0], sides[1], gu, tu, vcode, rule, process_pct)
+    return judge(pd.Series(kernels).astype(str), sides[0], sides[1], gu, tu, vcode, rule, process_pct)
 
 
 def _evidence(

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.results.schema import FIRST_EXTRA_EPOCH
+from harness.verdict.alike import Alike, alike
 from harness.verdict.confidence import CONFIDENCE, JUDGED, NOISE_FLOOR_PCT, Z95, t975
 from harness.verdict.rule import VERDICTS, Rule, timed_codes
 
@@ -57,6 +58,9 @@ class Side:
     procs: np.ndarray
     n: int
     unlabelled: np.ndarray | None = None
+    #: the rows whose list of processes many rows share, judged a list position at a time (alike.py), and so not
+    #: in the flat arrays; None: every row is there
+    alike: Alike | None = None
 
     @classmethod
     def parse(cls, times: Any, procs: Any, rows: np.ndarray | None = None) -> Side:
@@ -84,15 +88,17 @@ class Side:
             filled, plain, count, pf, pp, pn = (a[at] for a in (filled, plain, count, pf, pp, pn))
         both_plain = there & plain & pp
         usable = both_plain & (count == pn)
+        cells = np.arange(n) if at is None else at
+        same = alike(n, np.flatnonzero(usable), cells[usable], column.flat(), column_procs, FIRST_EXTRA_EPOCH)
+        usable &= ~same.taken
         values, labels = _plain_reps(column.flat(), column_procs, usable, None if at is None else at[usable])
         owner = np.repeat(np.flatnonzero(usable), count[usable])
         odd = np.flatnonzero(there & filled & pf & ~both_plain)
-        at = np.arange(n) if at is None else at
         if len(odd):
-            values, owner, labels = _with_odd(values, owner, labels, odd, column, by, at)
-        unlabelled = _unlabelled_rows(there & filled & names_any, plain, owner, column, at)
+            values, owner, labels = _with_odd(values, owner, labels, odd, column, by, cells)
+        unlabelled = _unlabelled_rows(there & filled & names_any & ~same.taken, plain, owner, column, cells)
         return cls(values.astype(np.float64, copy=False), owner.astype(np.int64, copy=False),
-                   labels.astype(np.int64, copy=False), n, unlabelled)  # fmt: skip
+                   labels.astype(np.int64, copy=False), n, unlabelled, same)  # fmt: skip
 
     @cached_property
     def by_process(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -104,7 +110,8 @@ class Side:
 
     def processes(self, which: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row of each process, its mean, the row's mean over its processes at that row) over the processes of
-        ``which``: 'all', 'first' (the first pass) or 'again' (the re-measuring passes)."""
+        ``which``: 'all', 'first' (the first pass) or 'again' (the re-measuring passes); of the rows in the flat
+        arrays only (``alike``'s have their figures there)."""
         grow, proc, means = self.by_process
         if which != "all":
             keep = {"first": proc < FIRST_EXTRA_EPOCH, "again": proc >= FIRST_EXTRA_EPOCH}[which]
@@ -116,7 +123,8 @@ class Side:
 
     def stack_time(self, which: str = "all") -> np.ndarray:
         """Each row's time over the processes of ``which`` (NaN where it has none)."""
-        return self.processes(which)[2]
+        time = self.processes(which)[2]
+        return time if self.alike is None else np.where(self.alike.taken, self.alike.time[which], time)
 
 
 def _unlabelled_rows(
@@ -208,6 +216,8 @@ def spread(side: Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         dev = means / row_mean[grow] - 1.0
     ss = np.bincount(grow, weights=dev**2, minlength=side.n)
+    if side.alike is not None:
+        k, ss = (np.where(side.alike.taken, mine, flat) for mine, flat in ((side.alike.k, k), (side.alike.ss, ss)))
     return k, ss, np.maximum(k - 1, 0)
 
 
@@ -215,7 +225,13 @@ def moderated(kernels: np.ndarray, s2: np.ndarray, d: np.ndarray, usable: np.nda
     """(variance, degrees of freedom, the family's prior) per row: each row's own ``s2`` on ``d`` degrees of
     freedom, pulled towards its kernel's prior (module docstring); NaN variance where there is neither."""
     prior = np.full(len(s2), np.nan)
-    family = pd.factorize(np.asarray(kernels, dtype=object))[0]  # -1: no name, no family
+    # -1: no name, no family; a pandas column of names factorized as it is (no Python string a row)
+    names = (
+        kernels
+        if isinstance(kernels, (pd.Series, pd.api.extensions.ExtensionArray))
+        else np.asarray(kernels, dtype=object)
+    )
+    family = pd.factorize(names)[0]
     own = usable & (d >= 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = s2 / (1.0 - 2.0 / (9.0 * np.maximum(d, 1))) ** 3  # over the median of χ²_d / d

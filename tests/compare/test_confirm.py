@@ -251,3 +251,37 @@ def test_sides_of_unusual_cells_read_without_a_crash():
     huge = Side.parse(["[1.0,2.0,3.0]"] * 12, ["[999999999999999999,0,0]"] * 12)  # an 18-digit process
     grow, means, row_mean = huge.processes()
     assert grow.tolist() == [r for r in range(12) for _ in range(2)] and means[:2].tolist() == [2.5, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_labelled_alike_give_the_flat_arrays_figures_bit_for_bit(seed, monkeypatch):
+    """alike.py judges the rows that share a list of processes a list position at a time: each row's processes,
+    spread and times over all, the first and the re-measured processes are those of confirm's flat arrays, bit for
+    bit, whatever the lists (unordered, a process repeated, past 127, more than 8 reps) and the rows taken."""
+    from harness.verdict import alike, reps
+
+    rng = np.random.default_rng(seed)
+    lists = [[0, 0, 1], [0, 0, 1, AGAIN, AGAIN + 1], [1, 0, 0], [AGAIN], [0, 1, 0, 1, 2, 2, 1, 0], [3, 200, 3],
+             [0] * 9, [0, AGAIN, 0, AGAIN]]  # fmt: skip
+    n = 3000
+    which = rng.integers(len(lists), size=n)
+    times = [json.dumps(rng.lognormal(3, 2, len(lists[w])).round(int(rng.integers(0, 6))).tolist()) for w in which]
+    procs = [json.dumps(lists[w]) for w in which]
+    rows = [None, rng.permutation(n), np.where(rng.random(n) < 0.2, -1, rng.integers(n, size=n))][seed % 3]
+    col = reps.Column(reps.text_array(times))
+    fast = Side.parse(col, procs, rows)
+    assert fast.alike is not None and fast.alike.taken.sum() > n / 2  # most rows: the lists of up to 8 reps
+    monkeypatch.setattr(alike, "MIN_ROWS", n + 1)
+    flat = Side.parse(col, procs, rows)
+    assert not flat.alike.taken.any()
+    for a, b in zip(confirm_spread(fast), confirm_spread(flat), strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    for w in ("all", "first", "again"):
+        assert fast.stack_time(w).tobytes() == flat.stack_time(w).tobytes()
+    assert fast.unlabelled.tobytes() == flat.unlabelled.tobytes()
+
+
+def confirm_spread(side: Side) -> tuple[np.ndarray, ...]:
+    from harness.verdict.confirm import spread
+
+    return spread(side)
