@@ -160,19 +160,39 @@ def _column(name: str, col: Any, shared: dict[str, pd.Series]) -> Any:
     as the checks would make them. ``shared``: the column of every empty cell, as text ("") and as a number
     ("nan"), one for all the columns without a value (pandas copies a shared column before it writes into it)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if name in TEXT_COLUMNS:
         if col.null_count == len(col):  # a column nobody filled in (most of them)
             return shared[""]
         if name in ("kernel", "case_id"):  # later taken from row by row (joins, worst cases): one chunk, not ~170
             col = pa.chunked_array([col.combine_chunks()])
-        return text(pc.fill_null(col, "") if col.null_count else col)
+        return text(empty_for_null(col) if col.null_count else col)
     if col.type == pa.null() or (col.null_count == len(col) and col.type == pa.float64()):
         return shared["nan"]
     if _is_text(col):
         return text(col)
     return col.to_numpy() if col.null_count == 0 else _floats(col)
+
+
+def empty_for_null(col: Any) -> Any:
+    """A text column with "" for each missing cell, as ``fill_null(col, "")`` gives it, without a copy of its text
+    where Arrow's reader left every missing cell empty (as it does): the same buffers, without their validity."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.type != pa.large_string():
+        return pc.fill_null(col, "")
+    chunks = []
+    for chunk in col.chunks:
+        if chunk.null_count == 0:
+            chunks.append(chunk)
+            continue
+        _, offsets, data = chunk.buffers()
+        at = np.frombuffer(offsets, dtype=np.int64, count=len(chunk) + 1, offset=chunk.offset * 8)
+        if np.diff(at)[~chunk.is_valid().to_numpy(zero_copy_only=False)].any():
+            return pc.fill_null(col, "")  # a missing cell that spans bytes: Arrow's copy
+        chunks.append(pa.LargeStringArray.from_buffers(len(chunk), offsets, data, offset=chunk.offset))
+    return pa.chunked_array(chunks, type=col.type)
 
 
 def blank(n: int) -> pd.Series:
