@@ -74,10 +74,17 @@ def first_bad(
     shown = ""
     if values is not None:
         v = values.iloc[idx]
-        shown = f" {v!r}" if isinstance(v, str) else f" {_number(v)}"
+        shown = f" {v!r}" if isinstance(v, str) else f" {_written(lines, idx, column) or _number(v)}"
     col = f" column '{column}'" if column else ""
     tail = f" (and {more} more rows)" if more else ""
     raise HarnessError(f"{path}: line {lines[idx]}:{col} {what}{shown}{tail}")
+
+
+def _written(lines: Any, idx: int, column: str | None) -> str | None:
+    """A number's cell as the file writes it (a reader's float shows 1e-400 as 0, 2**53 + 1 as 2**53), where the
+    loader's lines can find it."""
+    find = getattr(lines, "written", None)
+    return find(idx, column) if find is not None and column else None
 
 
 def _number(v: Any) -> str:

@@ -147,9 +147,26 @@ class _LazyLines:
 
     def __getitem__(self, idx):  # noqa: ANN001 - int or boolean mask, as numpy takes
         if self._lines is None:
-            body = self._text if isinstance(self._text, str) else self._text()
-            self._lines = _line_numbers(body, self._n)
+            self._lines = _line_numbers(self._body(), self._n)
         return self._lines[idx]
+
+    def _body(self) -> str:
+        return self._text if isinstance(self._text, str) else self._text()
+
+    def written(self, idx: int, column: str) -> str | None:
+        """Row ``idx``'s cell of ``column`` as the file writes it, spaces stripped ("1e-400", where a reader's
+        number shows 0); None where it cannot be found."""
+        try:
+            body, line = self._body(), int(self[idx])
+            names = [n.strip() for n in next(records(body))[1]]
+            at = 0
+            for _ in range(line - 1):
+                at = body.index("\n", at) + 1
+            row = next(csv.reader(io.StringIO(body[at:], newline="")))
+        except (ValueError, StopIteration, csv.Error, HarnessError):
+            return None
+        k = names.index(column) if column in names else len(row)
+        return row[k].strip(" \t") if k < len(row) else None
 
 
 def parse_results(

@@ -15,8 +15,9 @@ from harness.results.schema import SHAPE_COLUMNS
 
 SHAPE = SHAPE_COLUMNS
 #: the largest dimension a shape cell may hold: every integer up to it is exact in the float64 it is read as, and
-#: the int64 it is typed as (a larger one wrapped round to a negative size, or was silently another number)
-MAX_DIM = 2**53
+#: the int64 it is typed as, and no other integer reads as one of them (2**53 + 1 reads as 2**53; a larger one
+#: wrapped round to a negative size, or was silently another number)
+MAX_DIM = 2**53 - 1
 #: the roof each version-1 kernel was judged against (the kernels declare it since version 2)
 PEAKS = {
     "batched_gemm_bf16": "bf16",
@@ -40,7 +41,9 @@ def check_shapes(df: pd.DataFrame, path: Path, lines: Any, numeric: Callable, fi
             bad = known & ((vals % 1 != 0) | (vals < 0) | np.isinf(vals))
             first_bad(path, lines, bad, "is not a non-negative integer:", df[col], col)
             huge = known & (vals > MAX_DIM)
-            first_bad(path, lines, huge, f"is larger than any dimension (at most 2**53 = {MAX_DIM:,}):", df[col], col)
+            first_bad(
+                path, lines, huge, f"is larger than any dimension (at most 2**53 - 1 = {MAX_DIM:,}):", df[col], col
+            )
             df[col] = pd.array(np.where(known, vals, 0).astype(np.int64), dtype="Int64")
             df.loc[~known, col] = pd.NA
 

@@ -68,6 +68,12 @@ def test_good_file_parses(write):
         # 1e300 passed as an integer (1e300 % 1 is 0) and wrapped round to a negative int64 size
         ("huge_shape", HEADER + "k,a,1,1e300,1,1,bf16,5,ok,,\n", "line 2: column 'M' is larger than any dimension"),
         ("past_2_53", HEADER + "k,a,1,16,1,9007199254740994,bf16,5,ok,,\n", "column 'K' is larger than any dimension"),
+        # read as a float, 2**53 + 1 is 2**53: it was accepted as another number (shown as written)
+        (
+            "just_past_2_53",
+            HEADER + "k,a,1,16,1,9007199254740993,bf16,5,ok,,\n",
+            "9,007,199,254,740,991): 9007199254740993",
+        ),
         ("ragged", HEADER + "k,a,1,1,1,1,bf16,5,ok,,,,,extra,cells\n", "not a well-formed CSV"),
         ("dup_header", "kernel,case_id,time_us,status,status\nk,a,5,ok,ok\n", "column 'status' appears more than once"),
         ("json", '{"kernel": "k"}\n', "missing required column"),
@@ -87,7 +93,7 @@ def v2_file(*worlds: str) -> str:
 @pytest.mark.parametrize(
     "world, expect",
     [
-        ("1e300", "is more GPUs than any world size (at most 1,048,576): 1e+300"),
+        ("1e300", "is more GPUs than any world size (at most 1,048,576): 1e300"),
         ("1048577", "is more GPUs than any world size (at most 1,048,576): 1048577"),
         ("9.3e18", "is more GPUs than any world size"),  # past int64: it used to wrap round to a negative
         ("inf", "is not a positive integer: inf"),
