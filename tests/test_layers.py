@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 FLOORS = [
     ["kernel_api"],  # the kernel contract: standard library only (tests/worker/test_imports.py)
     ["errors", "__init__"],  # __init__: harness itself, which re-exports the contract
-    ["fsutil", "outdir", "process", "worker"],  # process: the command's own process settings, stdlib only
+    ["fsutil", "outdir", "process", "worker", "csvrows"],  # process: the command's own process settings, stdlib only
     ["envs"],  # env specs and venvs: the library reader (inputs/library.py) reads their schema
     ["results", "inputs"],
     ["verdict"],  # the rule, confidence, stability, re-measuring: pure, below both stages that use them

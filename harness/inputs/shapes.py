@@ -35,17 +35,9 @@ def zip_file(value: str, where: str, base: Path) -> list[dict[str, Any]]:
 
 
 def _csv_points(text: str, label: str) -> list[dict[str, Any]]:
-    import csv
-    import io
+    from harness.csvrows import rows as csv_rows
 
-    rows, reader, start = [], csv.reader(io.StringIO(text, newline="")), 1  # \r, \n or \r\n ends a line
-    try:
-        for row in reader:
-            if any(c.strip() for c in row):
-                rows.append((start, row))
-            start = reader.line_num + 1
-    except csv.Error as err:
-        raise HarnessError(f"{label}: line {reader.line_num}: not a well-formed CSV file ({err})") from None
+    rows = list(csv_rows(text, lambda row: not any(c.strip() for c in row)))  # a line of blank cells is no point
     if not rows:
         raise HarnessError(f"{label}: empty: expected a header of parameter names, then one point a row")
     header = [h.strip() for h in rows[0][1]]

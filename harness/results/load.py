@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness import csvrows
 from harness.errors import HarnessError
 from harness.results import arrowcsv, arrowframe, checks, integrity
 from harness.results.schema import NUMBERS, SCHEMA_VERSION, SIDECAR_FIELDS, TEXT_COLUMNS, sidecar_path
@@ -55,14 +56,12 @@ def _read_text(path: Path) -> str:
 def records(text: str) -> Iterator[tuple[int, list[str]]]:
     """(first file line, cells) of each CSV row, the header first, as pandas' C reader reads them: lines of
     nothing but spaces and tabs skipped; a bare carriage return ends a line, as it does there."""
-    if csv.field_size_limit() < len(text):  # a cell of over 128 KiB (an error's text) is a cell, not an error
-        csv.field_size_limit(len(text))
-    reader = csv.reader(io.StringIO(text, newline=""))
-    start = 1
-    for row in reader:
-        if row and not (len(row) == 1 and row[0] and not row[0].strip(" \t")):
-            yield start, row
-        start = reader.line_num + 1
+    return csvrows.rows(text, _blank)
+
+
+def _blank(row: list[str]) -> bool:
+    """A line pandas' C reader skips: empty, or nothing but spaces and tabs."""
+    return not row or (len(row) == 1 and bool(row[0]) and not row[0].strip(" \t"))
 
 
 def _rows(text: str) -> Iterator[tuple[int, list[str]]]:
