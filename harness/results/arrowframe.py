@@ -175,24 +175,35 @@ def _column(name: str, col: Any, shared: dict[str, pd.Series]) -> Any:
 
 
 def empty_for_null(col: Any) -> Any:
-    """A text column with "" for each missing cell, as ``fill_null(col, "")`` gives it, without a copy of its text
-    where Arrow's reader left every missing cell empty (as it does): the same buffers, without their validity."""
+    """A text array or column with "" for each missing cell, as ``fill_null(col, "")`` gives it, without a copy of
+    its text where every missing cell is empty (as Arrow's reader leaves them): the same buffers, without their
+    validity."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    chunked = isinstance(col, pa.ChunkedArray)
     if col.type != pa.large_string():
         return pc.fill_null(col, "")
     chunks = []
-    for chunk in col.chunks:
+    for chunk in col.chunks if chunked else [col]:
         if chunk.null_count == 0:
             chunks.append(chunk)
             continue
-        _, offsets, data = chunk.buffers()
-        at = np.frombuffer(offsets, dtype=np.int64, count=len(chunk) + 1, offset=chunk.offset * 8)
-        if np.diff(at)[~chunk.is_valid().to_numpy(zero_copy_only=False)].any():
+        if np.diff(offsets(chunk))[~chunk.is_valid().to_numpy(zero_copy_only=False)].any():
             return pc.fill_null(col, "")  # a missing cell that spans bytes: Arrow's copy
-        chunks.append(pa.LargeStringArray.from_buffers(len(chunk), offsets, data, offset=chunk.offset))
-    return pa.chunked_array(chunks, type=col.type)
+        _, spans, data = chunk.buffers()
+        chunks.append(pa.LargeStringArray.from_buffers(len(chunk), spans, data, offset=chunk.offset))
+    return pa.chunked_array(chunks, type=col.type) if chunked else chunks[0]
+
+
+def offsets(arr: Any) -> np.ndarray:
+    """An Arrow text array's offsets (large: int64), as numpy: without a copy for large strings."""
+    import pyarrow as pa
+
+    width = 8 if arr.type == pa.large_string() else 4
+    got = np.frombuffer(arr.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(arr) + 1,
+                        offset=arr.offset * width)  # fmt: skip
+    return got.astype(np.int64, copy=False)
 
 
 def blank(n: int) -> pd.Series:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.results import arrowcsv, unique, v1
-from harness.results.arrowframe import arrow_strings, blank, text
+from harness.results.arrowframe import arrow_strings, blank, empty_for_null, text
 from harness.results.schema import MAX_WORLD_SIZE, NUMBER_COLUMNS, REQUIRED, STATUSES, TEXT_COLUMNS, TIMED_STATUSES
 
 NA_VALUES = arrowcsv.NA_VALUES
@@ -116,13 +116,12 @@ def numeric(
 def arrow(col: pd.Series) -> Any:
     """A text column's cells as Arrow's large strings, "" for a missing one (pandas 3's text: without a copy)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if _in_arrow(col):
         arr = pa.array(col.array)
         if arr.type != pa.large_string():
             arr = arr.cast(pa.large_string())
-        return pc.fill_null(arr, "") if arr.null_count else arr
+        return empty_for_null(arr) if arr.null_count else arr
     return pa.array(col.astype(object).where(col.notna(), "").astype(str).to_numpy(dtype=object), pa.large_string())
 
 

@@ -52,9 +52,8 @@ def alike(
     order = np.argsort(codes, kind="stable")  # each list's rows in their order
     ends = np.concatenate(([0], np.cumsum(sizes)))
     for p in np.flatnonzero((sizes >= MIN_ROWS) & (keys >= 0)):
-        mine = order[ends[p] : ends[p + 1]]
-        _judge(out, rows[mine], [times[1][t_at[mine] + j] for j in range(int(keys[p]) & 15)], _labels(int(keys[p])),
-               first_epoch)  # fmt: skip
+        mine, labels = order[ends[p] : ends[p + 1]], _labels(int(keys[p]))
+        _judge(out, rows[mine], [times[1][t_at[mine] + j] for j in range(len(labels))], labels, first_epoch)
     return out
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.arrowframe import offsets
+
 #: the bytes a number of a plain cell is made of; its other bytes ("[", "]", ",", " ") only part them
 _NUMBER_BYTE = np.zeros(256, dtype=bool)
 _NUMBER_BYTE[np.frombuffer(b"0123456789.eE+-", dtype=np.uint8)] = True
@@ -23,33 +25,19 @@ def numbers_of(arr: Any, plain: np.ndarray) -> tuple[np.ndarray, Any]:
         arr = arr.combine_chunks()
     if arr.type not in (pa.string(), pa.large_string()):
         arr = arr.cast(pa.large_string())
-    if (_lengths(arr)[~plain] > 0).any():  # odd cells hold bytes: the plain ones alone
+    if (np.diff(offsets(arr))[~plain] > 0).any():  # odd cells hold bytes: the plain ones alone
         arr = arr.filter(pa.array(plain))
         plain = np.ones(len(arr), dtype=bool)
-    offsets = _offsets(arr)
-    lo, hi = int(offsets[0]), int(offsets[-1])
+    at = offsets(arr)
+    lo, hi = int(at[0]), int(at[-1])
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8, count=hi - lo, offset=lo)
     number = _NUMBER_BYTE[data]
     edge = np.diff(number.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
     # the other cells hold no bytes: the plain ones lie end to end, each from its offset to the next one's
-    bounds = np.append(offsets[:-1][plain], hi) - lo
+    bounds = np.append(at[:-1][plain], hi) - lo
     per = np.diff(np.searchsorted(starts, bounds)).astype(np.int64)
     packed = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=packed[1:])
     numbers = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(packed), pa.py_buffer(data[number]))
     return per, numbers
-
-
-def _offsets(arr: Any) -> np.ndarray:
-    """An Arrow text array's offsets (large: int64), as numpy, without a copy."""
-    import pyarrow as pa
-
-    width = 8 if arr.type == pa.large_string() else 4
-    got = np.frombuffer(arr.buffers()[1], dtype=np.int64 if width == 8 else np.int32, count=len(arr) + 1,
-                        offset=arr.offset * width)  # fmt: skip
-    return got.astype(np.int64, copy=False)
-
-
-def _lengths(arr: Any) -> np.ndarray:
-    return np.diff(_offsets(arr))

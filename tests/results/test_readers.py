@@ -434,3 +434,5 @@ def test_missing_text_cells_become_empty_without_a_copy_of_the_text():
     offsets = pa.py_buffer(np.array([0, 2, 4], dtype=np.int64).tobytes())
     spans = pa.LargeStringArray.from_buffers(2, offsets, pa.py_buffer(b"abcd"), pa.py_buffer(bytes([0b01])), 1)
     assert empty_for_null(pa.chunked_array([spans])).to_pylist() == ["ab", ""]
+    one = empty_for_null(pa.array(["a", None], pa.large_string()))  # an array, as checks.arrow hands one
+    assert isinstance(one, pa.Array) and one.null_count == 0 and one.to_pylist() == ["a", ""]
