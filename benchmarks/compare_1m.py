@@ -127,6 +127,11 @@ def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 c0, w0 = cpu(), time.perf_counter()
+try:  # numpy set up as the command sets it up, before it is imported (harness.process from 2026-12-01)
+    import harness.process
+    harness.process.quiet_numpy()
+except (ImportError, AttributeError):
+    pass
 import harness.cli.compare, harness.compare.compare as C, harness.compare.store as S, harness.render.terminal as R
 import harness.results.load as L
 from harness.verdict.rule import Rule
