@@ -56,10 +56,10 @@ class _Once:
 
 
 class Labels(_Once):
-    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it."""
+    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it, each distinct cell read once."""
 
     def _parse(self) -> tuple[np.ndarray, ...]:
-        return int_lists(self.arr)
+        return distinct_int_lists(self.arr)
 
 
 class Column(_Once):
@@ -419,6 +419,34 @@ def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     if not parts:
         return np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+#: a column is read a distinct cell at a time where it holds at most one distinct cell in this many (a run writes
+#: one list of processes for every case of a pass: a million cells, a few distinct ones)
+DISTINCT_EVERY = 4
+
+
+def distinct_int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`int_lists` of ``arr``, the same arrays, from its distinct cells: each read once (Arrow's dictionary
+    of the column), every cell then given its own's figures and values; a column of mostly distinct cells is
+    read cell by cell."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(arr) == 0:
+        return int_lists(arr)
+    coded = pc.dictionary_encode(arr)
+    chunks = coded.chunks if isinstance(coded, pa.ChunkedArray) else [coded]
+    if not chunks or len(chunks[0].dictionary) * DISTINCT_EVERY > len(arr):
+        return int_lists(arr)
+    # one dictionary for every chunk (Arrow's encoding of a chunked column shares its memo)
+    index = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks])
+    filled_d, plain_d, count_d, values_d = int_lists(chunks[0].dictionary)
+    there = index >= 0
+    at = np.where(there, index, 0)
+    filled, plain = there & filled_d[at], there & plain_d[at]
+    count = np.where(plain, count_d[at], 0)
+    return filled, plain, count, gather(count_d, values_d, index[plain])
 
 
 def gather(count: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:

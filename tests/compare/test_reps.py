@@ -13,7 +13,7 @@ from harness.compare import compare as C
 from harness.compare import join as J
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
-from harness.verdict.reps import Column, odd_values, overlapping, parse_plain
+from harness.verdict.reps import Column, distinct_int_lists, int_lists, odd_values, overlapping, parse_plain
 
 #: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
 pytestmark = [
@@ -369,3 +369,21 @@ def test_plain_numbers_read_alike_from_any_arrow_layout():
         halves = [pa.array(part, type=pa.large_string()) for part in (cells[:3], cells[3:])]
         for arr in (pa.array(cells, type=pa.string()), padded, pa.chunked_array(halves)):
             assert [a.tolist() for a in parse_plain(arr)] == want
+
+
+@pytest.mark.parametrize("distinct", [False, True])
+def test_a_column_of_few_lists_reads_as_each_cell_alone(distinct):
+    """rep_procs read a distinct cell at a time (a run writes one list for a whole pass) gives int_lists' arrays,
+    dtype and values, cell for cell: empty and missing cells, odd ones, a chunked column, and a column of mostly
+    distinct cells (read cell by cell)."""
+    rng = np.random.default_rng(7)
+    few = ["[0,0,1]", "[0,0,1,5,6]", None, "", "[0, 0, 1]", "[0,x]", "[]", "[3]", "[18446744073709551616]"]
+    cells = [few[i] for i in rng.integers(0, len(few), 3000)]
+    if distinct:
+        cells = [f"[{i},{i + 1}]" if i % 3 else c for i, c in enumerate(cells)]
+    for arr in (pa.array(cells, type=pa.large_string()),
+                pa.chunked_array([pa.array(cells[:1000], type=pa.large_string()),
+                                  pa.array(cells[1000:], type=pa.large_string())])):  # fmt: skip
+        want, got = int_lists(arr), distinct_int_lists(arr)
+        assert [(a.dtype, a.tolist()) for a in got] == [(a.dtype, a.tolist()) for a in want]
+    assert distinct_int_lists(pa.array([], type=pa.large_string()))[2].tolist() == []
