@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results.arrowframe import blank
+from harness.results.arrowframe import arrow_strings, blank, empty_for_null, text
 from harness.results.load import params_of
 from harness.results.schema import STATUSES
 from harness.results.unique import case_key
@@ -40,7 +40,12 @@ def col(
     col = df[name].astype("str")
     if rows is None:
         return col.reset_index(drop=True).fillna("")  # no copy
-    return pd.Series(col.array.take(rows, allow_fill=True)).fillna("")
+    taken = col.array.take(rows, allow_fill=True)
+    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow" and arrow_strings():
+        import pyarrow as pa
+
+        return pd.Series(text(empty_for_null(pa.array(taken))), copy=False)  # "" for no row, its text not copied
+    return pd.Series(taken).fillna("")
 
 
 def status_codes(df: pd.DataFrame, rows: np.ndarray | None) -> np.ndarray:
@@ -200,7 +205,12 @@ def same_case_column(
 ) -> pd.Series:
     """A column that describes the case (its parameters, dtype, roof): golden's value, else TOT's. Where both
     have one and they differ, the same (kernel, case_id) names two different cases: refused. Parameters are
-    compared key by key where the texts differ (a version 1 file knows only B, M, N, K)."""
+    compared key by key where the texts differ (a version 1 file knows only B, M, N, K). A column one file leaves
+    empty is the other's, with nothing to compare (no text taken of the empty one)."""
+    if not holds(tot, c):
+        return col(golden, c, gi)
+    if not holds(golden, c):
+        return col(tot, c, ti)
     gv, tv = col(golden, c, gi), col(tot, c, ti)
     g_empty = (gv == "").to_numpy()
     differ = np.flatnonzero(~g_empty & (tv != "").to_numpy() & (gv != tv).to_numpy())

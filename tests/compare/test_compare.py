@@ -287,3 +287,31 @@ def test_a_time_the_profiler_could_not_vouch_for_is_no_verdict(write):
     table = cmp.table.set_index("case_id")
     assert table["verdict"].to_dict() == {"a": "failed_in_tot", "b": "ok"} and cmp.blocking == 1
     assert table.loc["a", "note"] == "TOT instrument: " + why
+
+
+def test_columns_taken_at_rows_are_the_cells_with_empty_for_no_row():
+    """join.col at rows (-1: no row) gives each cell, "" where there is no row, as pandas' take and fillna gave
+    them (the text not copied for the empty cells); case_columns takes a column one file leaves empty from the
+    other without comparing it, and still refuses a case described two ways."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from harness.compare import join as J
+    from harness.errors import HarnessError
+
+    golden = pd.DataFrame({"kernel": ["k"] * 4, "case_id": list("abcd"), "params": ['{"M":1}', "", '{"M":3}', ""],
+                           "dtype": ["bf16"] * 4, "peak": [None, "x", "", None], "status": ["ok"] * 4})  # fmt: skip
+    golden = golden.astype({c: "str" for c in golden.columns})
+    tot = golden.iloc[[3, 0, 2]].reset_index(drop=True).assign(peak="")  # shuffled, "b" missing, peak empty
+    rows = np.array([1, -1, 2, 0, -1])
+    for df in (golden, tot):
+        for name in ("params", "peak", "case_id"):
+            got = J.col(df, name, rows)
+            want = pd.Series(df[name].astype("str").array.take(rows, allow_fill=True)).fillna("")
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    j, _ = J.join(golden, tot, "g", "t")
+    cols = J.case_columns(j, "g", "t")
+    assert cols["peak"].tolist() == ["", "x", "", ""] and cols["params"].tolist() == ['{"M":1}', "", '{"M":3}', ""]
+    with pytest.raises(HarnessError, match="dtype"):
+        J.case_columns(J.join(golden, tot.assign(dtype="fp16"), "g", "t")[0], "g", "t")
