@@ -1,5 +1,5 @@
 """Time the reading of a results file's rep columns (``rep_times_us`` by reps.Column, ``rep_procs`` by
-reps.Labels), as the loader's Arrow table holds them, in a fresh process per checkout: CPU seconds of each, the
+procs.Labels), as the loader's Arrow table holds them, in a fresh process per checkout: CPU seconds of each, the
 best of a few parses (the first in a process also pays for fresh memory).
 
     python benchmarks/rep_columns.py FILE.csv [--base OTHER_CHECKOUT] [--repeat 3]
@@ -23,11 +23,11 @@ from pathlib import Path
 import pyarrow as pa
 pa.set_memory_pool(pa.jemalloc_memory_pool())
 from harness.results.arrowcsv import read_table
-from harness.verdict import reps
+from harness.verdict import procs, reps
 table = read_table(Path(sys.argv[1]))
 got = {"rep_times_us": [], "rep_procs": []}
 for _ in range(int(sys.argv[2])):
-    for name, kind in (("rep_times_us", reps.Column), ("rep_procs", reps.Labels)):
+    for name, kind in (("rep_times_us", reps.Column), ("rep_procs", procs.Labels)):
         t0 = time.process_time()
         kind(table[name]).parsed()
         got[name].append(time.process_time() - t0)

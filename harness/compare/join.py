@@ -90,7 +90,7 @@ class Joined:
     #: each frame's rep-time column, parsed once (reps.Column) for the interval and the notes; None: no rep times
     rep_columns: dict[str, Any] = field(default_factory=dict)
 
-    #: each frame's rep-process column, parsed once (reps.Labels) for the confirmation; None: no labels
+    #: each frame's rep-process column, parsed once (procs.Labels) for the confirmation; None: no labels
     label_columns: dict[str, Any] = field(default_factory=dict)
 
     def reps(self, side: str) -> Any:
@@ -100,18 +100,19 @@ class Joined:
         return self.rep_columns[side]
 
     def labels(self, side: str) -> Any:
-        """reps.Labels of golden's or TOT's rep processes; None where its file labels none."""
+        """procs.Labels of golden's or TOT's rep processes; None where its file labels none."""
         if side not in self.label_columns:
             self.label_columns[side] = rep_column(self.golden if side == "golden" else self.tot, "rep_procs")
         return self.label_columns[side]
 
 
 def rep_column(df: pd.DataFrame, name: str = "rep_times_us") -> Any:
-    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes), or reps.Labels
+    """reps.Column of a results frame's rep times (parsed once, for the interval and the notes), or procs.Labels
     of its rep processes (``name`` 'rep_procs'); None where no cell holds any."""
     if not holds(df, name):
         return None
-    from harness.verdict.reps import Column, Labels
+    from harness.verdict.procs import Labels
+    from harness.verdict.reps import Column
 
     return (Labels if name == "rep_procs" else Column)(arrow_column(df[name]))
 

@@ -10,6 +10,7 @@ make them (a process's reps in their order in the cell, the processes of a row i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,17 +37,22 @@ class Alike:
 
 def alike(
     n: int, rows: np.ndarray, cells: np.ndarray, times: tuple[np.ndarray, np.ndarray],
-    labels: tuple[np.ndarray, np.ndarray], first_epoch: int,
+    labels: tuple[np.ndarray, np.ndarray], first_epoch: int, distinct: Any = None,
 ) -> Alike:  # fmt: skip
     """The rows of ``rows`` (output rows, of ``n``; ``cells`` their cells) whose list of processes MIN_ROWS of them
-    share. ``times`` and ``labels``: (count, values) per cell, flat, as reps.Column.flat and reps.Labels give them;
-    each of ``rows`` holds as many of each."""
+    share. ``times`` and ``labels``: (count, values) per cell, flat, as reps.Column.flat and procs.Labels give them;
+    each of ``rows`` holds as many of each. ``distinct``: procs.Labels.distinct, where the labels were read a
+    distinct cell at a time (each list's key is then made once, not once a row)."""
     from harness.verdict.reps import starts_of
 
     out = Alike(np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64), np.zeros(n),
                 {w: np.full(n, np.nan) for w in ("all", "first", "again")})  # fmt: skip
-    t_at, l_at = starts_of(times[0])[cells], starts_of(labels[0])[cells]
-    key = _keys(labels[0][cells], labels[1], l_at)
+    t_at = starts_of(times[0])[cells]
+    if distinct is not None:  # each of ``cells`` is plain: it has a distinct cell
+        index, count_d, values_d = distinct
+        key = _keys(count_d, values_d, starts_of(count_d))[index[cells]]
+    else:
+        key = _keys(labels[0][cells], labels[1], starts_of(labels[0])[cells])
     codes, keys = pd.factorize(key)
     sizes = np.bincount(codes, minlength=len(keys))
     order = np.argsort(codes, kind="stable")  # each list's rows in their order

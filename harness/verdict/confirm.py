@@ -68,12 +68,13 @@ class Side:
         Arrow text arrays, or the times as a reps.Column (parsed once, for the interval too). ``rows``: the cell
         of each row (-1: none; None: every cell, in order). A row whose two lists do not parse as positive times
         and whole numbers of the same length holds no reps here (it is judged as a file without labels is).
-        Arrow reads the plain cells (reps.py), _pair the few others."""
+        Arrow reads the plain cells (reps.py, procs.py), _pair the few others."""
         from harness.verdict import reps
+        from harness.verdict.procs import Labels
 
         column = times if isinstance(times, reps.Column) else reps.Column(reps.text_array(times))
         filled, plain, count = column.parsed()[:3]
-        by = procs if isinstance(procs, reps.Labels) else reps.Labels(reps.text_array(procs))
+        by = procs if isinstance(procs, Labels) else Labels(reps.text_array(procs))
         pf, pp, pn, pv = by.parsed()
         column_procs, names_any = (pn, pv), bool(pf.any())  # the column's, before rows are taken
         if rows is not None and len(rows) == len(filled) and reps.in_order(rows):
@@ -89,7 +90,8 @@ class Side:
         both_plain = there & plain & pp
         usable = both_plain & (count == pn)
         cells = np.arange(n) if at is None else at
-        same = alike(n, np.flatnonzero(usable), cells[usable], column.flat(), column_procs, FIRST_EXTRA_EPOCH)
+        same = alike(n, np.flatnonzero(usable), cells[usable], column.flat(), column_procs, FIRST_EXTRA_EPOCH,
+                     by.distinct())  # fmt: skip
         usable &= ~same.taken
         values, labels = _plain_reps(column.flat(), column_procs, usable, None if at is None else at[usable])
         owner = np.repeat(np.flatnonzero(usable), count[usable])
@@ -178,9 +180,10 @@ def _with_odd(
 
 
 def _pair(times: Any, procs: Any) -> tuple[list[float], list[int]] | None:
-    """An odd row's reps and their processes (reps.odd_values, reps.odd_ints), or None where either cell holds
+    """An odd row's reps and their processes (reps.odd_values, procs.odd_ints), or None where either cell holds
     none or the two lists differ in length."""
-    from harness.verdict.reps import odd_ints, odd_values
+    from harness.verdict.procs import odd_ints
+    from harness.verdict.reps import odd_values
 
     t, p = odd_values(times), odd_ints(procs)
     if t is None or p is None or len(t) != len(p):

@@ -1,13 +1,14 @@
 """The one reader of the lists a results row holds: its rep times ("[12.5,12.51,12.49]") and the worker process
 of each rep (``rep_procs``, "[0,0,1]"), for the interval (confidence.rep_stats), the confirmation (confirm.Side)
-and the rep-range note alike. No other module parses them.
+and the rep-range note alike: rep times here, rep processes in procs.py through the same reader of plain lists.
+No other module parses them.
 
 A cell a runner writes is *plain*: a JSON list of one or more numbers in JSON's own grammar (no sign, at most 20
 digits a part), ", " or "," between them, each parsing to a float over 0 and under 1e100 (rep processes: whole
 numbers of at most 18 digits). Arrow reads plain cells, a million at a time: on such a cell Python's ``float``
 and ``json`` and Arrow's cast (all correctly rounded) give the same numbers. Every other filled cell is *odd*
 (spaces inside, a cell cut short, an empty list, NaN, a zero, negative or infinite time, text); files hold none
-or a few, and each is read by one rule, :func:`odd_values` (:func:`odd_ints`): a JSON list of numbers that are
+or a few, and each is read by one rule, :func:`odd_values` (procs.odd_ints): a JSON list of numbers that are
 all good times gives them, any other cell no reps at all, whatever the other cells of the file hold.
 
 A column is parsed once, whole, into per-cell figures (count, mean and deviation as _moments takes
@@ -53,13 +54,6 @@ class _Once:
 
     def _parse(self) -> tuple[np.ndarray, ...]:
         raise NotImplementedError
-
-
-class Labels(_Once):
-    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it, each distinct cell read once."""
-
-    def _parse(self) -> tuple[np.ndarray, ...]:
-        return distinct_int_lists(self.arr)
 
 
 class Column(_Once):
@@ -366,12 +360,7 @@ def _range(values: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
-# the other lists a row holds beside its rep times: the worker process of each rep (``rep_procs``), and the Python
-# cells of the stages that hand no Arrow column (resolution, referee, a test's strings)
-
-_INT = r"(?:0|[1-9][0-9]{0,17})"
-#: a plain list of whole numbers >= 0 that fit an int64 ("[0,0,1,5]"), as a runner writes ``rep_procs``
-PLAIN_INTS = rf"^\[{_INT}(?:, ?{_INT})*\]$"
+# the Python cells of the stages that hand no Arrow column (resolution, referee, a test's strings)
 
 
 def text_array(cells: Any) -> Any:
@@ -404,51 +393,6 @@ def in_order(rows: np.ndarray) -> bool:
     return len(rows) == 0 or (rows[0] == 0 and bool((np.diff(rows) == 1).all()))
 
 
-def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(filled, plain, count, values) of a text array of lists of whole numbers: which cells hold text, which
-    are plain (PLAIN_INTS), each plain cell's number of values (0 elsewhere) and their values (int64), flat, in
-    order. Every other filled cell is odd: its reader decides what it holds (confirm._pair)."""
-    import pyarrow as pa
-
-    parts = []
-    for batch in _batches(arr):
-        filled, plain, per, values = _plain_lists(batch, PLAIN_INTS, pa.int64())
-        count = np.zeros(len(batch), dtype=np.int64)
-        count[plain] = per
-        parts.append((filled, plain, count, values))
-    if not parts:
-        return np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
-
-
-#: a column is read a distinct cell at a time where it holds at most one distinct cell in this many (a run writes
-#: one list of processes for every case of a pass: a million cells, a few distinct ones)
-DISTINCT_EVERY = 4
-
-
-def distinct_int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`int_lists` of ``arr``, the same arrays, from its distinct cells: each read once (Arrow's dictionary
-    of the column), every cell then given its own's figures and values; a column of mostly distinct cells is
-    read cell by cell."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if len(arr) == 0:
-        return int_lists(arr)
-    coded = pc.dictionary_encode(arr)
-    chunks = coded.chunks if isinstance(coded, pa.ChunkedArray) else [coded]
-    if not chunks or len(chunks[0].dictionary) * DISTINCT_EVERY > len(arr):
-        return int_lists(arr)
-    # one dictionary for every chunk (Arrow's encoding of a chunked column shares its memo)
-    index = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks])
-    filled_d, plain_d, count_d, values_d = int_lists(chunks[0].dictionary)
-    there = index >= 0
-    at = np.where(there, index, 0)
-    filled, plain = there & filled_d[at], there & plain_d[at]
-    count = np.where(plain, count_d[at], 0)
-    return filled, plain, count, gather(count_d, values_d, index[plain])
-
-
 def gather(count: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The values of the cells at ``rows`` (each one's ``count`` of the flat ``values``), cell after cell."""
     starts = starts_of(count)
@@ -469,15 +413,6 @@ def odd_values(cell: Any) -> list[float] | None:
     if not found or not all(_number(x) and 0 < x < 1e100 for x in found):
         return None
     return [float(x) for x in found]
-
-
-def odd_ints(cell: Any) -> list[int] | None:
-    """An odd cell of rep processes: a JSON list of one or more whole numbers >= 0 that fit an int64; None for
-    any other."""
-    found = _json_list(cell)
-    if not found or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63 for x in found):
-        return None
-    return found
 
 
 def _json_list(cell: Any) -> list | None:

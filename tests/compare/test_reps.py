@@ -13,7 +13,8 @@ from harness.compare import compare as C
 from harness.compare import join as J
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
-from harness.verdict.reps import Column, distinct_int_lists, int_lists, odd_values, overlapping, parse_plain
+from harness.verdict.procs import distinct_int_lists, int_lists
+from harness.verdict.reps import Column, odd_values, overlapping, parse_plain
 
 #: inf - inf, 1e200 squared in rep_stats' moments (an "[inf, 2]" cell), before and after alike
 pytestmark = [
