@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
-from harness.results.arrowframe import arrow_strings, blank, empty_for_null, text
+from harness.results.arrowframe import arrow_strings, blank, empty_for_null, offsets, text
 from harness.results.load import params_of
 from harness.results.schema import STATUSES
 from harness.results.unique import case_key
@@ -169,10 +169,12 @@ def holds_text(col: pd.Series) -> bool:
     (a column nobody filled in, as most files' rep times, is not taken row by row only to find that out)."""
     to_arrow = getattr(col.array, "__arrow_array__", None)
     if to_arrow is not None:
+        import pyarrow as pa
+
         chunks = to_arrow()
         chunks = getattr(chunks, "chunks", [chunks])
-        if all(hasattr(c, "offsets") for c in chunks):
-            return any(len(c) and c.offsets[-1].as_py() > c.offsets[0].as_py() for c in chunks)
+        if all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in chunks):
+            return any(len(c) and offsets(c)[-1] > offsets(c)[0] for c in chunks)
     return bool(col.astype("str").str.len().any())
 
 

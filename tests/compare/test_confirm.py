@@ -125,6 +125,25 @@ def test_compare_confirms_flags_and_says_why_one_is_not(tmp_path):
     assert UNCONFIRMED not in cmp.warnings and cmp.blocking == 1  # the ambiguous one does not block
 
 
+def test_each_unconfirmed_flag_gets_its_note_beside_the_others(tmp_path):
+    """Flags never measured again share one note a verdict, a flag that did not repeat names its figures, and a
+    row that already has a note (unstable) gets the confirmation's joined after it."""
+    g, t = tmp_path / "g.csv", tmp_path / "t.csv"
+    slow, fast = reps((0, 100.0), (1, 100.0)), reps((0, 110.0), (1, 110.0))
+    _write(g, {"up1": slow, "up2": slow, "down": fast, "shaky": slow,
+               "gone": reps((0, 100.0), (1, 100.0), (AGAIN, 100.0))})  # fmt: skip
+    _write(t, {"up1": fast, "up2": fast, "down": slow, "shaky": fast,
+               "gone": reps((0, 106.0), (1, 106.0), (AGAIN, 100.0))})  # fmt: skip
+    tot = pd.read_csv(t)
+    tot.loc[tot["case_id"] == "shaky", "status"] = "unstable"
+    tot.to_csv(t, index=False)
+    notes = compare_files(g, t).table.set_index("case_id")["note"].astype(str)
+    never = "not confirmed: never measured again in fresh processes"
+    assert notes["up1"] == notes["up2"] == f"regression {never}" and notes["down"] == f"improvement {never}"
+    assert notes["gone"] == "regression did not repeat in fresh processes: first pass +6.00 %, again +0.00 %"
+    assert notes["shaky"] == f"unstable reps; regression {never}"
+
+
 def test_compare_of_files_without_labels_warns_that_their_flags_are_unconfirmed(tmp_path):
     g, t = tmp_path / "g.csv", tmp_path / "t.csv"
     _write(g, {"a": reps((0, 100.0), each=3)}, labelled=False)

@@ -11,6 +11,7 @@ import pytest
 
 from harness.compare import compare as C
 from harness.compare import join as J
+from harness.compare import note_column as N
 from harness.compare.notes import clock_note, overlap_note
 from harness.verdict.confidence import evidence, rep_stats
 from harness.verdict.procs import distinct_int_lists, int_lists
@@ -170,7 +171,7 @@ def test_clock_moved_is_false_only_where_clock_note_is_silent():
     t = rng.choice([1980.0, 1950.0, 1900.0, np.nan, np.inf], n) * rng.normal(1, 0.01, n)
     pct = rng.choice([np.nan, 0.0, 1.0], n) * rng.normal(0, 3, n)
     known = (g > 0) & (t > 0)
-    moved = C._clock_moved(g, t, pct)
+    moved = N._clock_moved(g, t, pct)
     for a, b, d, k, m in zip(g, t, pct, known, moved, strict=True):
         if k and not m:
             assert clock_note(float(a), float(b), float(d)) == ""
@@ -187,7 +188,7 @@ def _old_rep_texts(j, side, rows, near):
 
 
 def _old_flag_notes(j, flagged, vcode, pct, add):
-    """compare._flag_notes before Arrow: every flagged case's notes asked of notes.py."""
+    """note_column._flag_notes before Arrow: every flagged case's notes asked of notes.py."""
     g, t = j.golden, j.tot
     if "rep_times_us" in g.columns and "rep_times_us" in t.columns:
         g_reps = J.col(g, "rep_times_us", j.gi[flagged])
@@ -259,7 +260,7 @@ def test_compare_table_as_before(tmp_path, monkeypatch, n, odd, shuffle):
 
     new = compare_files(g, t).table
     monkeypatch.setattr(C, "_rep_texts", _old_rep_texts)
-    monkeypatch.setattr(C, "_flag_notes", _old_flag_notes)
+    monkeypatch.setattr(N, "_flag_notes", _old_flag_notes)
     old = compare_files(g, t).table
     pd.testing.assert_frame_equal(new, old)
     assert (new["note"].astype(str).str.startswith("rep ranges overlap")).any()
