@@ -37,12 +37,12 @@ class Alike:
 
 def alike(
     n: int, rows: np.ndarray, cells: np.ndarray, times: tuple[np.ndarray, np.ndarray],
-    labels: tuple[np.ndarray, np.ndarray], first_epoch: int, distinct: Any = None,
+    labels: tuple[np.ndarray, np.ndarray | None], first_epoch: int, distinct: Any = None,
 ) -> Alike:  # fmt: skip
     """The rows of ``rows`` (output rows, of ``n``; ``cells`` their cells) whose list of processes MIN_ROWS of them
     share. ``times`` and ``labels``: (count, values) per cell, flat, as reps.Column.flat and procs.Labels give them;
     each of ``rows`` holds as many of each. ``distinct``: procs.Labels.distinct, where the labels were read a
-    distinct cell at a time (each list's key is then made once, not once a row)."""
+    distinct cell at a time (each list's key is then made once, not once a row; the labels' values unread)."""
     from harness.verdict.reps import starts_of
 
     out = Alike(np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64), np.zeros(n),

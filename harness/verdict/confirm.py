@@ -75,8 +75,8 @@ class Side:
         column = times if isinstance(times, reps.Column) else reps.Column(reps.text_array(times))
         filled, plain, count = column.parsed()[:3]
         by = procs if isinstance(procs, Labels) else Labels(reps.text_array(procs))
-        pf, pp, pn, pv = by.parsed()
-        column_procs, names_any = (pn, pv), bool(pf.any())  # the column's, before rows are taken
+        pf, pp, pn = by.parsed()
+        column_counts, names_any = pn, bool(pf.any())  # the column's, before rows are taken
         if rows is not None and len(rows) == len(filled) and reps.in_order(rows):
             rows = None  # every cell, in order (golden and TOT of one suite): no cell taken
         if len(filled) == 0:  # no cell at all: every row without reps
@@ -90,10 +90,11 @@ class Side:
         both_plain = there & plain & pp
         usable = both_plain & (count == pn)
         cells = np.arange(n) if at is None else at
-        same = alike(n, np.flatnonzero(usable), cells[usable], column.flat(), column_procs, FIRST_EXTRA_EPOCH,
-                     by.distinct())  # fmt: skip
+        distinct = by.distinct()  # where given, alike needs no process a rep
+        labelled = (column_counts, None if distinct is not None else by.values())
+        same = alike(n, np.flatnonzero(usable), cells[usable], column.flat(), labelled, FIRST_EXTRA_EPOCH, distinct)
         usable &= ~same.taken
-        values, labels = _plain_reps(column.flat(), column_procs, usable, None if at is None else at[usable])
+        values, labels = _plain_reps(column.flat(), (column_counts, by), usable, None if at is None else at[usable])
         owner = np.repeat(np.flatnonzero(usable), count[usable])
         odd = np.flatnonzero(there & filled & pf & ~both_plain)
         if len(odd):
@@ -145,13 +146,17 @@ def _unlabelled_rows(
 
 
 def _plain_reps(
-    times: tuple[np.ndarray, np.ndarray], procs: tuple[np.ndarray, np.ndarray], usable: np.ndarray,
+    times: tuple[np.ndarray, np.ndarray], procs: tuple[np.ndarray, Any], usable: np.ndarray,
     cells: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The reps and their processes of the ``usable`` rows, flat, row after row: each (count, values) of the
-    column's cells; ``cells``: the cell of each usable row (None: row i is cell i, the flat values only masked)."""
+    """The reps and their processes of the ``usable`` rows, flat, row after row: (count, values) of the column's
+    cells, and (count, procs.Labels) of their processes; ``cells``: the cell of each usable row (None: row i is
+    cell i, the flat values only masked)."""
     from harness.verdict import reps
 
+    if not usable.any():  # every row judged alike (alike.py), or none holds reps
+        return np.zeros(0), np.zeros(0, np.int64)
+    procs = (procs[0], procs[1].values())
     if cells is None:
         return tuple(v[np.repeat(usable, c)] for c, v in (times, procs))  # type: ignore[return-value]
     return reps.gather(*times, cells), reps.gather(*procs, cells)

@@ -21,21 +21,32 @@ Distinct = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class Labels(_Once):
-    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it, each distinct cell read once."""
+    """A text column of rep processes (``rep_procs``): :func:`int_lists` of it, each distinct cell read once.
+    ``parsed()`` gives its first three arrays (filled, plain, count), :meth:`values` the fourth."""
 
     def __init__(self, arr: Any) -> None:
         super().__init__(arr)
         self._distinct: Distinct | None = None
+        self._values: np.ndarray | None = None
 
     def _parse(self) -> tuple[np.ndarray, ...]:
-        parsed, self._distinct = _distinct_int_lists(self.arr)
-        return parsed
+        (filled, plain, count, self._values), self._distinct = _distinct_int_lists(self.arr, flat=False)
+        return filled, plain, count
 
     def distinct(self) -> Distinct | None:
         """(the distinct cell of each cell, -1 for a missing one; each distinct cell's count and values, as
         :func:`int_lists` gives them) where the column was read a distinct cell at a time, else None."""
         self.parsed()
         return self._distinct
+
+    def values(self) -> np.ndarray:
+        """The plain cells' values, flat, in order: gathered from the distinct cells' the first time asked (most
+        comparisons never ask: procs alike are judged from the distinct cells, alike.py)."""
+        plain = self.parsed()[1]
+        if self._values is None:  # read a distinct cell at a time (else int_lists gave them)
+            index, count_d, values_d = self._distinct
+            self._values = gather(count_d, values_d, index[plain])
+        return self._values
 
 
 def int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -67,8 +78,9 @@ def distinct_int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return _distinct_int_lists(arr)[0]
 
 
-def _distinct_int_lists(arr: Any) -> tuple[tuple[np.ndarray, ...], Distinct | None]:
-    """(:func:`distinct_int_lists`, the :data:`Distinct` it was read from, or None where it read cell by cell)."""
+def _distinct_int_lists(arr: Any, flat: bool = True) -> tuple[tuple[Any, ...], Distinct | None]:
+    """(:func:`distinct_int_lists`, the :data:`Distinct` it was read from, or None where it read cell by cell);
+    ``flat`` False: the values None where they would be gathered from the distinct cells."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -85,7 +97,8 @@ def _distinct_int_lists(arr: Any) -> tuple[tuple[np.ndarray, ...], Distinct | No
     at = np.where(there, index, 0)
     filled, plain = there & filled_d[at], there & plain_d[at]
     count = np.where(plain, count_d[at], 0)
-    return (filled, plain, count, gather(count_d, values_d, index[plain])), (index, count_d, values_d)
+    values = gather(count_d, values_d, index[plain]) if flat else None
+    return (filled, plain, count, values), (index, count_d, values_d)
 
 
 def odd_ints(cell: Any) -> list[int] | None:
