@@ -23,11 +23,15 @@ from pathlib import Path
 import pyarrow as pa
 pa.set_memory_pool(pa.jemalloc_memory_pool())
 from harness.results.arrowcsv import read_table
-from harness.verdict import procs, reps
+from harness.verdict import reps
+try:  # the rep processes' reader: verdict/procs.py from 2026-12-02, reps.py before
+    from harness.verdict.procs import Labels
+except ImportError:
+    Labels = reps.Labels
 table = read_table(Path(sys.argv[1]))
 got = {"rep_times_us": [], "rep_procs": []}
 for _ in range(int(sys.argv[2])):
-    for name, kind in (("rep_times_us", reps.Column), ("rep_procs", procs.Labels)):
+    for name, kind in (("rep_times_us", reps.Column), ("rep_procs", Labels)):
         t0 = time.process_time()
         kind(table[name]).parsed()
         got[name].append(time.process_time() - t0)
