@@ -174,8 +174,20 @@ def holds_text(col: pd.Series) -> bool:
         chunks = to_arrow()
         chunks = getattr(chunks, "chunks", [chunks])
         if all(pa.types.is_string(c.type) or pa.types.is_large_string(c.type) for c in chunks):
-            return any(len(c) and offsets(c)[-1] > offsets(c)[0] for c in chunks)
+            return any(_chunk_holds_text(c) for c in chunks)
     return bool(col.astype("str").str.len().any())
+
+
+def _chunk_holds_text(chunk: Any) -> bool:
+    """Whether a cell of an Arrow text array holds a byte: from its offsets, where no cell is missing (a missing
+    one may still span bytes, which are not its text)."""
+    if not len(chunk):
+        return False
+    if chunk.null_count == 0:
+        return bool(offsets(chunk)[-1] > offsets(chunk)[0])
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.greater(pc.binary_length(chunk), 0)).as_py())
 
 
 def status_column(codes: np.ndarray) -> pd.Categorical:

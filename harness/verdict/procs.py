@@ -88,7 +88,7 @@ def _distinct_int_lists(arr: Any, flat: bool = True) -> tuple[tuple[Any, ...], D
         return int_lists(arr), None
     coded = pc.dictionary_encode(arr)
     chunks = coded.chunks if isinstance(coded, pa.ChunkedArray) else [coded]
-    if not chunks or len(chunks[0].dictionary) * DISTINCT_EVERY > len(arr):
+    if not chunks or not 0 < len(chunks[0].dictionary) * DISTINCT_EVERY <= len(arr):  # none, or most distinct
         return int_lists(arr), None
     # one dictionary for every chunk (Arrow's encoding of a chunked column shares its memo)
     index = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in chunks])

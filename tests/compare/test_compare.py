@@ -214,6 +214,15 @@ def test_an_unstable_rows_note_gives_the_guards_reason(tmp_path):
     assert table.loc[("a8w8", "f"), "note"] == "unstable reps"
 
 
+def _without_validity(arr):
+    """Every cell of an Arrow text array missing, its offsets and bytes kept (a hand-built or sliced frame)."""
+    import numpy as np
+    import pyarrow as pa
+
+    none = pa.py_buffer(np.zeros(1, dtype=np.uint8))
+    return pa.Array.from_buffers(arr.type, len(arr), [none, *arr.buffers()[1:]], null_count=len(arr))
+
+
 def test_holds_text_reads_arrow_offsets_as_the_strings_would():
     import pandas as pd
     import pyarrow as pa
@@ -236,6 +245,8 @@ def test_holds_text_reads_arrow_offsets_as_the_strings_would():
             pa.array(["", ""], pa.large_string()), pa.array(["ab", ""], pa.large_string()).slice(1)
         ),
         "sliced onto the text": arrow(pa.array(["", "ab", ""], pa.large_string()).slice(1, 1)),
+        "missing cells over bytes": arrow(_without_validity(pa.array(["ab", "cd"], pa.large_string()))),
+        "one cell among missing ones": arrow(pa.array([None, "x", None], pa.large_string())),
     }
     for name, col in cases.items():
         assert _holds_text(col) == bool(col.fillna("").astype(str).str.len().any()), name

@@ -88,6 +88,11 @@ def test_a_family_prior_keeps_a_case_that_agrees_with_itself_by_luck_from_overcl
     assert conf(alone) == "confident"
 
 
+def test_a_column_of_missing_labels_labels_no_rep():
+    side = Side.parse(["[1.0, 1.1]", "[2.0]"], [None, np.nan])
+    assert side.n == 2 and len(side.values) == 0 and not side.unlabelled.any()
+
+
 def test_rows_without_labels_are_left_to_the_reps():
     g, t = side(reps((0, 100.0), (1, 100.0))), Side.parse(["[110.0, 110.1, 110.0]"], [""])
     ev = judge(np.array(["k"], dtype=object), g, t, g.stack_time(), np.array([110.0]), np.array([0]), RULE)

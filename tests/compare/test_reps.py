@@ -389,3 +389,6 @@ def test_a_column_of_few_lists_reads_as_each_cell_alone(distinct):
         want, got = int_lists(arr), distinct_int_lists(arr)
         assert [(a.dtype, a.tolist()) for a in got] == [(a.dtype, a.tolist()) for a in want]
     assert distinct_int_lists(pa.array([], type=pa.large_string()))[2].tolist() == []
+    for cells in ([None] * 10, [""] * 10):  # no distinct cell at all (an empty dictionary), or one that is empty
+        arr = pa.array(cells, type=pa.large_string())
+        assert [a.tolist() for a in distinct_int_lists(arr)] == [a.tolist() for a in int_lists(arr)]
