@@ -237,7 +237,7 @@ def _print_list(con: Console, t: pd.DataFrame, keys: dict[str, str], verdicts: t
 def failed_row_lines(results: pd.DataFrame, first: int = LIST_FIRST) -> list[str]:
     """The cases of a results frame whose status is neither ok nor unstable, one line each with the first line
     of their error (the first ``first``, then ``... and N more``): the end of `harness run`."""
-    from harness.compare.compare import first_line
+    from harness.compare.notes import first_line
     from harness.results.schema import TIMED_STATUSES
 
     bad = results[~results["status"].isin(TIMED_STATUSES).to_numpy()]
