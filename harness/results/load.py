@@ -154,14 +154,12 @@ class _LazyLines:
 
     def written(self, idx: int, column: str) -> str | None:
         """Row ``idx``'s cell of ``column`` as the file writes it, spaces stripped ("1e-400", where a reader's
-        number shows 0); None where it cannot be found."""
+        number shows 0); None where it cannot be found. The rows are walked as every reader here walks them
+        (csvrows: a bare carriage return ends a line too), up to that row's line."""
         try:
-            body, line = self._body(), int(self[idx])
-            names = [n.strip() for n in next(records(body))[1]]
-            at = 0
-            for _ in range(line - 1):
-                at = body.index("\n", at) + 1
-            row = next(csv.reader(io.StringIO(body[at:], newline="")))
+            line, found = int(self[idx]), records(self._body())
+            names = [n.strip() for n in next(found)[1]]
+            row = next(cells for start, cells in found if start == line)
         except (ValueError, StopIteration, csv.Error, HarnessError):
             return None
         k = names.index(column) if column in names else len(row)

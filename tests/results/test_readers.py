@@ -178,6 +178,10 @@ STRANGERS = {
     # a number shown as the file writes it, not as a reader's float holds it
     "time_underflows": (V2 + v2_row(time="1e-400"), "line 2: column 'time_us' time must be positive, got 1e-400"),
     "world_size_past_2_53": (V2 + v2_row(world="9007199254740993"), "at most 1,048,576): 9007199254740993"),
+    "time_underflows_after_a_bare_cr": (  # a bare carriage return ends a line: the cell shown is the bad row's
+        V2 + v2_row().replace("\n", "\r") + v2_row(case="b", time="1e-400") + v2_row(case="c", time="9"),
+        "line 3: column 'time_us' time must be positive, got 1e-400",
+    ),
     "long_cell_then_bad": (V2 + v2_row(rest=REST[:-1] + "E" * 200_000 + ",") + v2_row(case="b", status="x"), "line 3:"),
     "semicolons": (V2.replace(",", ";") + v2_row().replace(",", ";"), "line 1: the header is one cell split by ';'"),
     "excel_sep_line": ("sep=,\n" + V2 + v2_row(), "line 1: a spreadsheet's 'sep=' line: remove it"),
@@ -186,7 +190,7 @@ STRANGERS = {
 }
 #: of those, the files Arrow reads itself (and must refuse alike)
 READ_BY_ARROW = {"blank_line_then_bad", "world_size_plus_zero", "kernel_nan", "long_cell_then_bad", "time_underflows",
-                 "world_size_past_2_53"}  # fmt: skip
+                 "world_size_past_2_53", "time_underflows_after_a_bare_cr"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", STRANGERS)
