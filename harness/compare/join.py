@@ -41,7 +41,7 @@ def col(
     if rows is None:
         return col.reset_index(drop=True).fillna("")  # no copy
     taken = col.array.take(rows, allow_fill=True)
-    if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow" and arrow_strings():
+    if arrow_strings():  # "str" is Arrow's text
         import pyarrow as pa
 
         return pd.Series(text(empty_for_null(pa.array(taken))), copy=False)  # "" for no row, its text not copied

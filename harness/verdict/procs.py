@@ -30,7 +30,7 @@ class Labels(_Once):
         self._values: np.ndarray | None = None
 
     def _parse(self) -> tuple[np.ndarray, ...]:
-        (filled, plain, count, self._values), self._distinct = _distinct_int_lists(self.arr, flat=False)
+        (filled, plain, count, self._values), self._distinct = _distinct_int_lists(self.arr)
         return filled, plain, count
 
     def distinct(self) -> Distinct | None:
@@ -75,12 +75,13 @@ def distinct_int_lists(arr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     """:func:`int_lists` of ``arr``, the same arrays, from its distinct cells: each read once (Arrow's dictionary
     of the column), every cell then given its own's figures and values; a column of mostly distinct cells is
     read cell by cell."""
-    return _distinct_int_lists(arr)[0]
+    labels = Labels(arr)
+    return (*labels.parsed(), labels.values())
 
 
-def _distinct_int_lists(arr: Any, flat: bool = True) -> tuple[tuple[Any, ...], Distinct | None]:
-    """(:func:`distinct_int_lists`, the :data:`Distinct` it was read from, or None where it read cell by cell);
-    ``flat`` False: the values None where they would be gathered from the distinct cells."""
+def _distinct_int_lists(arr: Any) -> tuple[tuple[Any, ...], Distinct | None]:
+    """(:func:`distinct_int_lists`, but for the values where read from the distinct cells: None, Labels.values
+    gathers them; the :data:`Distinct` it was read from, or None where it read cell by cell)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -97,8 +98,7 @@ def _distinct_int_lists(arr: Any, flat: bool = True) -> tuple[tuple[Any, ...], D
     at = np.where(there, index, 0)
     filled, plain = there & filled_d[at], there & plain_d[at]
     count = np.where(plain, count_d[at], 0)
-    values = gather(count_d, values_d, index[plain]) if flat else None
-    return (filled, plain, count, values), (index, count_d, values_d)
+    return (filled, plain, count, None), (index, count_d, values_d)
 
 
 def odd_ints(cell: Any) -> list[int] | None:
